@@ -1,0 +1,5 @@
+"""`python -m boss_agent` is the same as the `boss-agent` console script."""
+
+from boss_agent.cli import main
+
+main()

@@ -1,0 +1,100 @@
+"""Finding the Codex CLI, its version, and the environment its children get.
+
+The npm package installs a node wrapper (``bin/codex.js``) that stays as the parent
+of the native binary. Spawning the native binary directly saves ~150 ms per start
+(codex-app-server-facts.md §5), so ``resolve_native`` looks for it next to the
+wrapper and sets the two variables the wrapper would have set.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from boss_agent.errors import AppServerUnavailable
+
+VERSION_TIMEOUT_S = 15  # `codex --version` through node can be slow on a loaded 2-core box
+_VERSION = re.compile(r"(\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?)")
+
+# Environment variables the daemon uses for itself and never hands to codex.
+DAEMON_SECRET_ENV = (
+    "BOSS_DEVICE_TOKEN",
+    "BOSS_LOCAL_SECRET",
+    "BOSS_CODEX_APP_SERVER_AUTH_TOKEN",
+    "NOTIFY_SOCKET",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+)
+
+_TRIPLES = {
+    ("linux", "x86_64"): ("codex-linux-x64", "x86_64-unknown-linux-musl"),
+    ("linux", "aarch64"): ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
+    ("darwin", "x86_64"): ("codex-darwin-x64", "x86_64-apple-darwin"),
+    ("darwin", "arm64"): ("codex-darwin-arm64", "aarch64-apple-darwin"),
+}
+
+
+@dataclass(frozen=True)
+class CodexBinary:
+    """How to start codex: argv prefix plus extra environment."""
+
+    path: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+
+def find_codex(configured: str | None = None) -> str:
+    """The codex executable: the configured one, else `codex` on PATH."""
+    candidate = configured or "codex"
+    found = shutil.which(os.path.expanduser(candidate))
+    if not found:
+        where = f"{candidate!r}" if configured else "`codex` on PATH"
+        raise AppServerUnavailable(
+            f"codex CLI not found ({where}); install it with `npm install -g @openai/codex`"
+        )
+    return found
+
+
+def resolve_native(path: str) -> CodexBinary:
+    """Prefer the native binary behind the npm wrapper; fall back to ``path`` itself."""
+    real = Path(os.path.realpath(path))
+    key = (platform.system().lower(), platform.machine().lower())
+    if real.name == "codex.js" and key in _TRIPLES:
+        package, triple = _TRIPLES[key]
+        node_modules = real.parent.parent.parent  # .../node_modules/@openai/codex/bin
+        root = node_modules / "@openai" / package / "vendor" / triple
+        native = root / "bin" / "codex"
+        if native.is_file() and os.access(native, os.X_OK):
+            env = {"CODEX_MANAGED_BY_NPM": "1", "CODEX_MANAGED_PACKAGE_ROOT": str(root)}
+            path_dir = root / "codex-path"
+            if path_dir.is_dir():
+                env["PATH"] = f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+            return CodexBinary(str(native), (str(native),), env)
+    return CodexBinary(path, (path,), {})
+
+
+def codex_version(path: str) -> str:
+    """``codex --version`` as a bare version string (``0.171.0``)."""
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AppServerUnavailable(f"codex --version failed: {exc.__class__.__name__}") from exc
+    match = _VERSION.search(done.stdout)
+    if done.returncode != 0 or not match:
+        raise AppServerUnavailable(f"codex --version failed (exit {done.returncode})")
+    return match.group(1)
+
+
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The daemon's environment for a codex child, minus the daemon's own secrets."""
+    env = {k: v for k, v in os.environ.items() if k not in DAEMON_SECRET_ENV}
+    env.update(extra or {})
+    return env

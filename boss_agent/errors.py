@@ -1,0 +1,161 @@
+"""The one exception tree of boss-agent.
+
+Every error the daemon raises on purpose is a ``BossAgentError``. Third-party
+exceptions (OSError, httpx, websockets, redis) are mapped once, at the boundary
+that meets them, and chained with ``raise ... from exc``.
+
+    BossAgentError
+    ├── ConfigError                 bad config file / value / flag  (CLI exit 2)
+    ├── StateError                  state dir unusable, lock held by another process
+    │   └── AlreadyRunning          a second daemon on the same state dir
+    ├── AppServerError              anything between us and `codex app-server`
+    │   ├── AppServerUnavailable    binary missing, spawn failed, listener unreachable
+    │   ├── TransportError          the byte/frame layer failed
+    │   │   ├── ConnectionClosed    the peer went away; every pending request gets this
+    │   │   └── AuthRejected        the WebSocket handshake was refused (401/403)
+    │   ├── RequestTimeout          no response within the request's deadline
+    │   └── RpcError                a JSON-RPC error response (``code``, ``message``)
+    │       └── ServerOverloaded    code -32001; retryable with backoff
+    ├── TaskFailed                  one task cannot run or finished badly (``code``)
+    │   ├── TaskRejected            malformed / not allowed; nothing ran
+    │   └── TurnNotActive           steer of a turn that is not active
+    ├── BossApiError                the Boss control plane answered an error
+    │   ├── Unauthorized            401: the device token was revoked
+    │   └── TaskGone                404/409 on a task: it was taken away
+    └── GatewayError                Redis Streams gateway
+        └── DuplicateWorker         another process holds this worker id's lease
+
+``TaskFailed.code`` is the snake_case error code the device API reports in
+``complete.error.code``; its message is always sanitized before it leaves the device.
+"""
+
+from __future__ import annotations
+
+# JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/test_errors.py.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_OVERLOADED = -32001
+
+
+class BossAgentError(Exception):
+    """Root of every error boss-agent raises on purpose."""
+
+
+class ConfigError(BossAgentError):
+    """The configuration (file, environment or flag) is invalid."""
+
+
+class StateError(BossAgentError):
+    """The state directory cannot be used."""
+
+
+class AlreadyRunning(StateError):
+    """Another daemon holds the state directory's lock."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        who = f"pid {pid}" if pid else "another process"
+        super().__init__(f"boss-agent is already running ({who})")
+
+
+class AppServerError(BossAgentError):
+    """Talking to `codex app-server` failed."""
+
+
+class AppServerUnavailable(AppServerError):
+    """The app-server cannot be started or reached at all."""
+
+
+class TransportError(AppServerError):
+    """The transport (pipe, WebSocket, unix socket) failed."""
+
+
+class ConnectionClosed(TransportError):
+    """The connection ended; pending requests fail with this."""
+
+
+class AuthRejected(TransportError):
+    """The app-server refused the WebSocket handshake."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"app-server refused the connection: HTTP {status} {reason}".strip())
+
+
+class RequestTimeout(AppServerError):
+    """A request got no response in time (codex may drop replies under overload)."""
+
+
+class RpcError(AppServerError):
+    """A JSON-RPC error response."""
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        super().__init__(f"JSON-RPC error {code}: {message}")
+
+
+class ServerOverloaded(RpcError):
+    """codex answered -32001 "Server overloaded; retry later."."""
+
+
+def rpc_error_from_wire(error: dict) -> RpcError:
+    """Build the typed error for a wire ``{"code", "message", "data"}`` object."""
+    code = error.get("code")
+    code = code if isinstance(code, int) else INTERNAL_ERROR
+    message = str(error.get("message", ""))
+    cls = ServerOverloaded if code == SERVER_OVERLOADED else RpcError
+    return cls(code, message, error.get("data"))
+
+
+class TaskFailed(BossAgentError):
+    """A task ends failed with a device-API error code."""
+
+    code = "task_failed"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(message)
+
+
+class TaskRejected(TaskFailed):
+    """The task is malformed or not allowed here; nothing ran."""
+
+    code = "invalid_task"
+
+
+class TurnNotActive(TaskFailed):
+    """A steer named a turn that is not the thread's active turn."""
+
+    code = "turn_not_active"
+
+
+class BossApiError(BossAgentError):
+    """The Boss control plane answered with an error body."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        super().__init__(f"HTTP {status} {code}: {message}")
+
+
+class Unauthorized(BossApiError):
+    """401: the device token is no longer valid."""
+
+
+class TaskGone(BossApiError):
+    """404/409 on a task: the server took it away."""
+
+
+class GatewayError(BossAgentError):
+    """The Redis Streams gateway failed."""
+
+
+class DuplicateWorker(GatewayError):
+    """Another live process holds this worker id's lease."""

@@ -1,0 +1,93 @@
+"""Logging, set up once per process, with the redaction filter on every handler.
+
+On a terminal the lines are human-readable; under systemd or launchd (or whenever
+stderr is not a terminal) they are JSON lines, which journald and log shippers
+parse. Every record's message passes through the one sanitizer before any
+handler formats it, so a token that slips into an f-string still never lands in a log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+from boss_agent.progress.sanitize import sanitize_text
+
+LOG_FILE_BYTES = 5 * 1024 * 1024  # one rotated file; five of them bound the disk use
+LOG_FILE_BACKUPS = 5
+MAX_MESSAGE_CHARS = 4000  # a log line is a summary, never a dump
+
+
+class RedactingFilter(logging.Filter):
+    """Render the message once, sanitized, and drop the raw arguments."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not kill logging
+            message = str(record.msg)
+        record.msg = sanitize_text(message, limit=MAX_MESSAGE_CHARS)
+        record.args = None
+        if record.exc_info and record.exc_info[1] is not None:
+            # Tracebacks can quote secrets from locals-free frames too (exception text).
+            record.exc_text = sanitize_text(
+                logging.Formatter().formatException(record.exc_info), limit=None
+            )
+            record.exc_info = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def under_service_manager() -> bool:
+    """True when systemd or launchd started us (their logs want JSON lines)."""
+    return bool(
+        os.environ.get("INVOCATION_ID")
+        or os.environ.get("JOURNAL_STREAM")
+        or os.environ.get("XPC_SERVICE_NAME", "0") not in ("0", "")
+    )
+
+
+def setup_logging(level: str = "info", log_dir: Path | None = None, json_lines: bool | None = None) -> None:
+    """Configure the ``boss_agent`` logger tree; safe to call again (replaces handlers)."""
+    root = logging.getLogger("boss_agent")
+    root.setLevel(level.upper())
+    root.propagate = False
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
+    if json_lines is None:
+        json_lines = under_service_manager() or not sys.stderr.isatty()
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setFormatter(
+        JsonFormatter() if json_lines else logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    )
+    handlers: list[logging.Handler] = [stream]
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        file_handler = RotatingFileHandler(
+            log_dir / "boss-agent.log", maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS,
+            encoding="utf-8",
+        )
+        file_handler.setFormatter(JsonFormatter())
+        handlers.append(file_handler)
+    for handler in handlers:
+        handler.addFilter(RedactingFilter())
+        root.addHandler(handler)

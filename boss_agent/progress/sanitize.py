@@ -1,0 +1,124 @@
+"""The one sanitizer: every string that leaves the device passes through here.
+
+It masks secrets (API keys, bearer tokens, JWTs, private keys, Authorization values,
+passwords and query strings in URLs), rewrites absolute paths to workdir-relative or
+``~``-relative form, drops Codex envelope fragments, strips control and zero-width
+characters, and bounds the length. The card, log lines, error messages and gateway
+events all call ``sanitize_text``; nothing else masks.
+
+It is a safety net on top of the card's allow-list, not a replacement for it:
+command text, output, diffs and prompts never reach this function in the first place.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+MASK = "[redacted]"
+
+_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE | re.DOTALL)
+    for p in (
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",  # JWT / JWS
+        r"\b(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{8,}",  # OpenAI & co.
+        r"\bgh[pousr]_[A-Za-z0-9]{16,}",
+        r"\bgithub_pat_[A-Za-z0-9_]{16,}",
+        r"\bxox[abprs]-[A-Za-z0-9-]{8,}",
+        r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+        r"\bAIza[A-Za-z0-9_-]{20,}",
+        r"\bglpat-[A-Za-z0-9_-]{16,}",
+        r"\bnpm_[A-Za-z0-9]{20,}",
+        r"\bhf_[A-Za-z0-9]{20,}",
+    )
+)
+# "Authorization: Bearer x", "Bearer x", "token=x", "api_key: x", "password = x".
+_KEYED_SECRET = re.compile(
+    r"(?P<key>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*"
+    r"|\bbearer\s+"
+    r"|\b(?:[a-z0-9_-]*(?:token|secret|passwd|password|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|client[_-]?secret|session[_-]?id))[\"']?\s*[:=]\s*[\"']?)"
+    r"(?P<value>[^\s\"'&,;]{3,})",
+    re.IGNORECASE,
+)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)
+_ENVELOPES = re.compile(
+    r"<(environment_context|user_instructions|turn_aborted|developer_instructions"
+    r"|permissions instructions|collaboration_mode|apps_instructions|skills_instructions)>"
+    r".*?(?:</\1>|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+)
+_ABS_PATH = re.compile(r"(?<![\w.~:/])/(?:[^\s\"'`<>(){}\[\],;:]+)")
+
+
+def _mask_url(match: re.Match[str]) -> str:
+    url = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", match.group(0))
+    for sep in ("?", "#"):
+        if sep in url:
+            url = url.split(sep, 1)[0] + sep + MASK
+    return url
+
+
+def mask_secrets(text: str) -> str:
+    """Mask every secret-looking run in ``text``."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(MASK, text)
+    text = _URL.sub(_mask_url, text)
+    return _KEYED_SECRET.sub(lambda m: m.group("key") + MASK, text)
+
+
+def relativize_paths(text: str, workdir: str | Path | None = None, home: str | None = None) -> str:
+    """Rewrite absolute paths: under the workdir to relative, under home to ``~``.
+
+    Other absolute paths keep only their file name, so no user directory layout
+    leaves the device.
+    """
+    home = home if home is not None else os.path.expanduser("~")
+    roots: list[tuple[str, str]] = []
+    if workdir:
+        roots.append((str(workdir).rstrip("/") + "/", ""))
+        roots.append((str(workdir).rstrip("/"), "."))
+    if home and home != "/":
+        roots.append((home.rstrip("/") + "/", "~/"))
+        roots.append((home.rstrip("/"), "~"))
+
+    def rewrite(match: re.Match[str]) -> str:
+        path = match.group(0)
+        for root, replacement in roots:
+            if path == root or (root.endswith("/") and path.startswith(root)):
+                return replacement + path[len(root):] if root.endswith("/") else replacement
+        return ".../" + path.rstrip("/").rsplit("/", 1)[-1] if path.count("/") > 1 else path
+
+    return _ABS_PATH.sub(rewrite, text)
+
+
+def strip_envelopes(text: str) -> str:
+    """Drop Codex envelope fragments (environment context, injected instructions)."""
+    return _ENVELOPES.sub("", text)
+
+
+def sanitize_text(
+    value: object,
+    *,
+    workdir: str | Path | None = None,
+    limit: int | None = 500,
+    tail: bool = False,
+) -> str:
+    """The one function every outgoing string goes through.
+
+    ``limit`` bounds the length (``tail`` keeps the end instead of the start, for
+    streaming answers). Masking happens before truncation so a cut can never
+    expose half a secret.
+    """
+    text = value if isinstance(value, str) else str(value)
+    text = _INVISIBLE.sub("", strip_envelopes(text))
+    text = relativize_paths(mask_secrets(text), workdir)
+    if limit is not None and len(text) > limit:
+        text = ("…" + text[-(limit - 1):]) if tail else (text[: limit - 1] + "…")
+    return text

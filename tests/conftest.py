@@ -1,0 +1,119 @@
+"""Shared fixtures: the real codex binary, the scripted model, a real redis-server.
+
+A missing peer is a failure, not a skip: `scripts/test.sh` installs every one of them,
+so a test that cannot find codex or redis-server means the set-up is broken.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boss_agent.scripted_model import ScriptedModel, write_codex_home
+
+REPO = Path(__file__).resolve().parent.parent
+PINNED_CODEX_VERSION = "0.171.0"
+REDIS_START_TIMEOUT_S = 10
+
+
+def _find_codex() -> str:
+    for candidate in (
+        os.environ.get("BOSS_TEST_CODEX_BIN"),
+        str(REPO / ".tools" / "node_modules" / ".bin" / "codex"),
+        shutil.which("codex"),
+    ):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    pytest.fail("codex CLI not found: run scripts/test.sh, which installs @openai/codex", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> str:
+    """Path of the pinned real codex CLI (the npm wrapper)."""
+    return _find_codex()
+
+
+@pytest.fixture
+def scripted_model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as model:
+        yield model
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, scripted_model: ScriptedModel) -> Path:
+    """A fresh CODEX_HOME whose config points codex at ``scripted_model``."""
+    return write_codex_home(tmp_path / "codex-home", scripted_model.base_url)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_server_bin() -> str:
+    found = shutil.which("redis-server")
+    if not found:
+        pytest.fail("redis-server not found: run scripts/test.sh, which installs it", pytrace=False)
+    return found
+
+
+class RedisProcess:
+    """A real redis-server on a free loopback port, restartable on the same port."""
+
+    def __init__(self, binary: str, directory: Path) -> None:
+        self.binary = binary
+        self.directory = directory
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess]:
+    server = RedisProcess(redis_server_bin, tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
