@@ -8,12 +8,14 @@ a stand-in ``loginctl`` script put first on PATH (said again at that test).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from boss_agent.config import load_config
@@ -31,7 +33,7 @@ from boss_agent.service import (
     plan_uninstall,
     service_status,
 )
-from boss_agent.service.commands import service_app
+from boss_agent.service.commands import logs_command, service_app
 from boss_agent.service.manager import parse_linger
 
 SECRETS = {
@@ -234,3 +236,31 @@ def test_service_status_reports_the_file_and_unknown_manager_state_without_raisi
 def test_an_unsupported_platform_is_a_clear_service_error(config):
     with pytest.raises(ServiceError, match="win32"):
         plan_install(config, system=False, platform="win32")
+
+
+def test_service_status_json_on_the_command_line_parses(config, tmp_path):
+    result = CliRunner().invoke(service_app, ["status", "--json", "--config", str(config.config_path)],
+                                env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["installed"] is False and status["daemon_pid"] is None
+
+
+def test_service_uninstall_dry_run_on_the_command_line_changes_nothing(config, tmp_path):
+    result = CliRunner().invoke(service_app, ["uninstall", "--dry-run", "--config", str(config.config_path)],
+                                env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert result.exit_code == 0, result.output
+    assert "run: systemctl --user disable --now boss-agent.service" in result.output
+    assert f"remove {tmp_path / 'xdg' / 'systemd' / 'user' / 'boss-agent.service'}" in result.output
+
+
+def test_the_logs_command_prints_the_rendered_log(config):
+    app = typer.Typer()
+    app.command("logs")(logs_command)
+    app.command("unused")(lambda: None)  # two commands, so typer keeps "logs" as a subcommand
+    log = config.state_dir / "logs" / "boss-agent.log"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"ts": "t", "level": "info", "logger": "boss_agent.d", "msg": "claimed a task"}\n')
+    result = CliRunner().invoke(app, ["logs", "--config", str(config.config_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output == "t INFO    boss_agent.d: claimed a task\n"
