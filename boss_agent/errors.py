@@ -22,8 +22,9 @@ that meets them, and chained with ``raise ... from exc``.
     ├── BossApiError                the Boss control plane answered an error
     │   ├── Unauthorized            401: the device token was revoked
     │   └── TaskGone                404/409 on a task: it was taken away
-    └── GatewayError                Redis Streams gateway
-        └── DuplicateWorker         another process holds this worker id's lease
+    ├── GatewayError                Redis Streams gateway
+    │   └── DuplicateWorker         another process holds this worker id's lease
+    └── ServiceError                `service install/uninstall`: systemctl/launchctl failed
 
 ``TaskFailed.code`` is the snake_case error code the device API reports in
 ``complete.error.code``; its message is always sanitized before it leaves the device.
@@ -159,3 +160,7 @@ class GatewayError(BossAgentError):
 
 class DuplicateWorker(GatewayError):
     """Another live process holds this worker id's lease."""
+
+
+class ServiceError(BossAgentError):
+    """Installing or removing the system service failed (a file or a manager command)."""
