@@ -120,6 +120,16 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readabl
         raise typer.Exit(1)
 
 
+def _mount_service_commands() -> None:
+    from boss_agent.service.commands import logs_command, service_app
+
+    app.add_typer(service_app, name="service")
+    app.command("logs", help="Show the daemon's log (-f to follow).")(logs_command)
+
+
+_mount_service_commands()
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
