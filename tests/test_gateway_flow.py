@@ -152,3 +152,57 @@ async def test_a_poison_entry_is_acked_as_failed_and_the_next_task_still_runs(re
 
 async def _status_is(redis, session: str, message_id: str, status: str) -> bool:
     return (await record_of(redis, session, message_id)).get("status") == status
+
+
+async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_the_task(redis_server):
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner, "w1"):
+        await ask(client, "s1", "approve ok", "msg-f")
+        await wait_until(lambda: _status_is(redis, "s1", "msg-f", "WAITING_USER"))
+        async with running_gateway(redis_server.url, ScriptRunner(), "w2") as other:
+            # Routed straight to w2, which does not hold the task.
+            await client.send_message(AGENT, "s1", "accept", action_type="RESUME", message_id="msg-f",
+                                      target_worker_id="w2", extra_payload={"status": "COMPLETED"})
+            events = await read_events(redis, "s1", "msg-f")
+            assert other.status["counts"]["forwarded"] == 1
+    assert runner.decisions["msg-f"] == "accept" and delta_text(events[-2]) == "ok accept"
+
+
+async def test_a_resume_for_a_task_suspended_on_a_worker_that_is_gone_fails_it_and_closes_its_stream(redis_server):
+    from by_framework.core.registry import WorkerRegistry
+
+    redis = sdk_redis(redis_server.url)
+    await WorkerRegistry(redis).save_execution({
+        "execution_id": "exec-l", "message_id": "msg-lost", "session_id": "s1", "worker_id": "w-gone",
+        "status": "WAITING_USER", "target_agent_type": AGENT, "parent_message_id": ""})
+    async with running_gateway(redis_server.url, ScriptRunner()):
+        await sdk_client(redis).send_message(AGENT, "s1", "accept", action_type="RESUME",
+                                             message_id="msg-lost", extra_payload={"status": "COMPLETED"})
+        events = await read_events(redis, "s1", "msg-lost")
+    assert events[-1].event_type == "appStreamResponse"
+    record = await record_of(redis, "s1", "msg-lost")
+    assert record["status"] == "FAILED" and record["error"]["code"] == "agent_restarted"
+
+
+async def test_a_whole_task_streams_the_same_events_the_sdk_emitter_writes_for_that_content(redis_server):
+    from by_framework.common.emitter import GatewayDataEmitter
+
+    redis = sdk_redis(redis_server.url)
+    async with running_gateway(redis_server.url, ScriptRunner()):
+        await ask(sdk_client(redis), "s1", "echo Hi there", "msg-same")
+        ours = await read_events(redis, "s1", "msg-same")
+    sdk = GatewayDataEmitter(redis)
+    ids = dict(session_id="s2", trace_id="trace-1", source_agent_type=AGENT, message_id="msg-same")
+    await sdk.emit_chunk(event="Hi there", **ids)
+    await sdk.emit_chunk(event="Hi there", event_type="finalAnswer", **ids)
+    await sdk.emit_chunk(event="", event_type="appStreamResponse", **ids)
+    theirs = await read_events(redis, "s2", "msg-same")
+
+    def comparable(message):
+        event = dict(vars(message), session_id="", timestamp=0)
+        event["data"] = dict(message.data, id="", created=0)
+        return event
+
+    assert [comparable(m) for m in ours] == [comparable(m) for m in theirs]
