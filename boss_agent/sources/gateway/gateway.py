@@ -171,17 +171,21 @@ class Gateway:
 
     async def _task_loop(self) -> None:
         block = self.timing.read_block_ms
+        slots = self.shared.slots
         while True:
-            await self.shared.slots.acquire()
-            handed = False
+            await slots.acquire()
+            held = 1
+            while not slots.locked():  # take every free slot now: one read for a burst
+                await slots.acquire()
+                held += 1
             try:
-                entries = await self._read({s: ">" for s in self._agent_streams}, 1, block)
+                entries = await self._read({s: ">" for s in self._agent_streams}, held, block)
                 for entry, fields in entries:
-                    await self._dispatch(entry, fields, slot_held=not handed)
-                    handed = True
+                    await self._dispatch(entry, fields, slot_held=held > 0)
+                    held = max(held - 1, 0)
             finally:
-                if not handed:
-                    self.shared.slots.release()
+                for _ in range(held):
+                    slots.release()
 
     async def _control_loop(self) -> None:
         while True:
