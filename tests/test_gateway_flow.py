@@ -206,3 +206,31 @@ async def test_a_whole_task_streams_the_same_events_the_sdk_emitter_writes_for_t
         return event
 
     assert [comparable(m) for m in ours] == [comparable(m) for m in theirs]
+
+
+async def test_a_runner_that_raises_fails_only_its_task(redis_server):
+    redis = sdk_redis(redis_server.url)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner):
+        await ask(sdk_client(redis), "s1", "boom", "msg-boom")
+        events = await read_events(redis, "s1", "msg-boom")
+        await ask(sdk_client(redis), "s1", "echo alive", "msg-alive")
+        await read_events(redis, "s1", "msg-alive")
+    assert events[-2].state_msg == "internal_error: RuntimeError"
+    assert (await record_of(redis, "s1", "msg-boom"))["error"]["code"] == "internal_error"
+
+
+async def test_stopping_the_gateway_reports_running_tasks_cancelled_and_gives_back_its_lease(redis_server):
+    redis = sdk_redis(redis_server.url)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner, "w-stop"):
+        await ask(sdk_client(redis), "s1", "hold", "msg-stop")
+        await asyncio.wait_for(runner.started_event("msg-stop").wait(), 15)
+        assert await redis.exists("byai_gateway:registry:worker:online:w-stop")
+    record = await record_of(redis, "s1", "msg-stop")
+    assert record["status"] == "CANCELLED" and record["cancel_reason"] == "worker_shutdown"
+    events = await read_events(redis, "s1", "msg-stop")
+    assert events[-1].event_type == "appStreamResponse"
+    assert not await redis.exists("byai_gateway:registry:worker:online:w-stop")
+    assert not await redis.sismember(f"byai_gateway:registry:agent_type:workers:{AGENT}", "w-stop")
+    assert (await redis.xpending(f"byai_gateway:ctrl:agent_type:{AGENT}", "agent_engines"))["pending"] == 0

@@ -54,6 +54,8 @@ class ScriptRunner:
         if verb == "wait":
             await cancel.wait()
             return TaskResult("cancelled", error_code="cancelled")
+        if verb == "boom":
+            raise RuntimeError("runner bug")
         if verb == "hold":
             await self.gate.wait()
             return TaskResult("completed", result_text="held")
