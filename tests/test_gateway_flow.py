@@ -194,7 +194,7 @@ async def test_a_whole_task_streams_the_same_events_the_sdk_emitter_writes_for_t
         await ask(sdk_client(redis), "s1", "echo Hi there", "msg-same")
         ours = await read_events(redis, "s1", "msg-same")
     sdk = GatewayDataEmitter(redis)
-    ids = dict(session_id="s2", trace_id="trace-1", source_agent_type=AGENT, message_id="msg-same")
+    ids = {"session_id": "s2", "trace_id": "trace-1", "source_agent_type": AGENT, "message_id": "msg-same"}
     await sdk.emit_chunk(event="Hi there", **ids)
     await sdk.emit_chunk(event="Hi there", event_type="finalAnswer", **ids)
     await sdk.emit_chunk(event="", event_type="appStreamResponse", **ids)

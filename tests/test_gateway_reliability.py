@@ -37,7 +37,8 @@ STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
 GROUP = "agent_engines"
 REPO = Path(__file__).resolve().parent.parent
 WORKER_SCRIPT = """
-import asyncio, sys
+import asyncio, logging, sys
+logging.getLogger("by-framework").addHandler(logging.NullHandler())  # no ./by-framework.log
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.test_gateway_support import FAST, ScriptRunner, gateway_config

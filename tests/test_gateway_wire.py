@@ -7,14 +7,18 @@ import pickle
 
 import pytest
 from by_framework.common.emitter import GatewayDataEmitter
-from by_framework.core.protocol.commands import AskAgentCommand, CancelTaskCommand, ResumeCommand
+from by_framework.core.protocol.commands import (
+    AskAgentCommand,
+    CancelTaskCommand,
+    ResumeCommand,
+)
 from by_framework.core.protocol.message_header import MessageHeader
 
 from boss_agent.errors import BadCommand, TaskRejected
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.keys import valid_id
-from boss_agent.sources.gateway.sink import Publisher, decision_of, preview_delta
 from boss_agent.sources.gateway.retry import FAST_POLICY
+from boss_agent.sources.gateway.sink import Publisher, decision_of, preview_delta
 from boss_agent.tasks import ApprovalRequest
 from tests.test_gateway_support import sdk_redis
 
@@ -39,8 +43,8 @@ async def test_every_event_kind_equals_what_the_sdk_emitter_writes_field_by_fiel
     sdk = GatewayDataEmitter(redis, data_stream_name="sdk")
     ours = Publisher(redis, CTX, FAST_POLICY, sub_agent=False)
     ours.stream = "ours"
-    ids = dict(session_id="s1", trace_id="t1", source_agent_type="boss_local_agent",
-               message_id="msg-1", parent_message_id="msg-0")
+    ids = {"session_id": "s1", "trace_id": "t1", "source_agent_type": "boss_local_agent",
+               "message_id": "msg-1", "parent_message_id": "msg-0"}
     await sdk.emit_chunk(event="Hello", **ids)
     await ours.write(wire.event(CTX, wire.ANSWER_DELTA, "Hello", wire.CT_TEXT))
     await sdk.emit_state(event="thinking", **ids)
@@ -78,7 +82,7 @@ async def test_data_streams_are_trimmed_approximately(redis_server):
 
 
 def _header(**overrides: str) -> MessageHeader:
-    fields = dict(message_id="msg-1", session_id="s1", trace_id="t1", target_agent_type="a")
+    fields = {"message_id": "msg-1", "session_id": "s1", "trace_id": "t1", "target_agent_type": "a"}
     fields.update(overrides)
     return MessageHeader(**fields)
 

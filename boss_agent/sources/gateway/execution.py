@@ -28,7 +28,12 @@ import redis.asyncio as aioredis
 
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.sources.gateway import wire
-from boss_agent.sources.gateway.registry import TERMINAL, ExecutionRecords, with_status, worker_online
+from boss_agent.sources.gateway.registry import (
+    TERMINAL,
+    ExecutionRecords,
+    with_status,
+    worker_online,
+)
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.tasks import Task, TaskResult, TaskRunner
@@ -215,8 +220,8 @@ class Execution:
                     await report
                 else:
                     await self.reporter.finish("CANCELLED", reason="worker_shutdown")
-        except (TimeoutError, Exception):
-            logger.warning("could not report a task stopped by shutdown")
+        except Exception as exc:  # noqa: BLE001 - best effort while stopping; bounded above
+            logger.warning("could not report a task stopped by shutdown (%s)", type(exc).__name__)
 
     async def _run_runner_with_pump(self) -> TaskResult:
         async with asyncio.TaskGroup() as tg:
@@ -239,7 +244,7 @@ class Execution:
             asyncio.current_task().uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
-        except Exception as exc:  # the runner's contract is to never raise; guard anyway
+        except Exception as exc:
             logger.exception("runner raised for a gateway task")
             return TaskResult("failed", error_code="internal_error",
                               error_message=sanitize_text(type(exc).__name__))

@@ -29,9 +29,21 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from boss_agent.config import Config
-from boss_agent.errors import BadCommand, ConfigError, DuplicateWorker, GatewayError, TaskRejected
+from boss_agent.errors import (
+    BadCommand,
+    ConfigError,
+    DuplicateWorker,
+    GatewayError,
+    TaskRejected,
+)
 from boss_agent.sources.gateway import keys, wire
-from boss_agent.sources.gateway.execution import Entry, Execution, Reporter, Shared, classify_start
+from boss_agent.sources.gateway.execution import (
+    Entry,
+    Execution,
+    Reporter,
+    Shared,
+    classify_start,
+)
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -133,7 +145,7 @@ class Gateway:
         try:
             async with asyncio.timeout(RELEASE_TIMEOUT_S):
                 await presence.release()
-        except Exception as exc:  # Redis down at exit: the lease simply expires
+        except Exception as exc:  # noqa: BLE001 - Redis down at exit: the lease just expires
             logger.warning("could not release the worker lease (%s)", type(exc).__name__)
         await self.redis.aclose()
 

@@ -60,7 +60,7 @@ class RetryPolicy:
             before_sleep=log,
         )
 
-    async def call(self, what: str, fn, *args, **kwargs):  # noqa: ANN001, ANN201 - thin wrapper
+    async def call(self, what: str, fn, *args, **kwargs):
         """Await ``fn(*args, **kwargs)`` under this policy."""
         try:  # the fast path: no retry machinery is built unless the first attempt fails
             return await fn(*args, **kwargs)

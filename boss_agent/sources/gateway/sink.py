@@ -196,7 +196,7 @@ class GatewaySink:
             self._wake.clear()
             try:
                 await self.flush()
-            except Exception as exc:  # retryable errors were retried; drop, keep the task alive
+            except Exception as exc:  # noqa: BLE001 - retried already; drop, keep the task
                 logger.warning("dropped task events after a Redis error (%s)", type(exc).__name__)
             if self._closed:
                 return
