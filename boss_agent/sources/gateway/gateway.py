@@ -17,6 +17,12 @@ pending while its task runs, for minutes, so idle time alone cannot tell a dead
 worker from a busy one. Only entries of consumers whose lease is gone, idle for
 longer than a lease TTL, are claimed; XCLAIM's min-idle check makes two reclaimers
 race safely. What happens to a reclaimed task is decided in ``execution.py``.
+
+Known limits: a RESUME that arrives on the agent-type stream while every slot is
+held by a *running* task waits for a slot (the worker-stream reader has none); a
+network partition longer than the lease TTL lets a peer reclaim and fail tasks this
+worker is still running (their later reports are then dropped: a terminal record
+is never overwritten). A ``Gateway`` runs once: ``run`` closes its Redis client.
 """
 
 from __future__ import annotations
