@@ -234,3 +234,21 @@ async def test_stopping_the_gateway_reports_running_tasks_cancelled_and_gives_ba
     assert not await redis.exists("byai_gateway:registry:worker:online:w-stop")
     assert not await redis.sismember(f"byai_gateway:registry:agent_type:workers:{AGENT}", "w-stop")
     assert (await redis.xpending(f"byai_gateway:ctrl:agent_type:{AGENT}", "agent_engines"))["pending"] == 0
+
+
+async def test_after_stop_accepting_running_tasks_finish_and_new_ones_stay_queued_for_peers(redis_server):
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner) as gateway:
+        await ask(client, "s1", "hold", "msg-drain")
+        await asyncio.wait_for(runner.started_event("msg-drain").wait(), 15)
+        gateway.stop_accepting()
+        await ask(client, "s1", "echo later", "msg-later")
+        assert not gateway.status["accepting"]
+        runner.gate.set()
+        await asyncio.wait_for(gateway.wait_idle(), 15)
+        assert (await record_of(redis, "s1", "msg-drain"))["status"] == "COMPLETED"
+    assert runner.runs == ["msg-drain"]
+    group = (await redis.xinfo_groups(f"byai_gateway:ctrl:agent_type:{AGENT}"))[0]
+    assert group["lag"] == 1 and group["pending"] == 0  # still there for another worker

@@ -95,6 +95,10 @@ class Gateway:
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
+        self._task_reader: asyncio.Task[None] | None = None
+        self._accepting = True
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._ready = False
         self._connected = False
         self._fatal: BaseException | None = None
@@ -108,8 +112,24 @@ class Gateway:
             "ready": self._ready, "connected": self._connected,
             "max_concurrent": self.max_concurrent,
             "running": len(self.executions) - suspended, "suspended": suspended,
-            "counts": dict(self.shared.stats),
+            "accepting": self._accepting, "counts": dict(self.shared.stats),
         }
+
+    def stop_accepting(self) -> None:
+        """Take no new ASK_AGENT from the agent-type streams; RESUME/CANCEL still work.
+
+        The first half of a graceful stop: then ``await wait_idle()`` within the grace
+        period, then cancel ``run`` (tasks still running are reported CANCELLED). An
+        entry the reader had just received stays pending for this worker id and is
+        recovered at the next start (or by a peer once this lease has expired).
+        """
+        self._accepting = False
+        if self._task_reader is not None:
+            self._task_reader.cancel()
+
+    async def wait_idle(self) -> None:
+        """Return once no task runs or waits for the user on this worker."""
+        await self._idle.wait()
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
@@ -123,7 +143,8 @@ class Gateway:
                 self._tg = tg
                 tg.create_task(self._heartbeat_loop(presence))
                 tg.create_task(self._recover_own_pending())
-                tg.create_task(self._task_loop())
+                if self._accepting:
+                    self._task_reader = tg.create_task(self._task_loop())
                 tg.create_task(self._control_loop())
                 tg.create_task(self._reclaim_loop())
                 self._ready = True
@@ -295,6 +316,7 @@ class Gateway:
             self._starting.discard(message_id)
             raise
         self.executions[message_id] = execution
+        self._idle.clear()
         self._starting.discard(message_id)
         if early := self._early_cancels.pop(message_id, None):
             execution.request_cancel(*early)
@@ -302,6 +324,8 @@ class Gateway:
             await self._guard(execution.run())
         finally:
             self.executions.pop(message_id, None)
+            if not self.executions:
+                self._idle.set()
 
     async def _prepare(self, ask: wire.Ask, entry: Entry) -> Execution | None:
         """An Execution to run, or None when the ASK was answered without running."""
