@@ -23,7 +23,8 @@ that meets them, and chained with ``raise ... from exc``.
     │   ├── Unauthorized            401: the device token was revoked
     │   └── TaskGone                404/409 on a task: it was taken away
     ├── GatewayError                Redis Streams gateway
-    │   └── DuplicateWorker         another process holds this worker id's lease
+    │   ├── DuplicateWorker         another process holds this worker id's lease
+    │   └── BadCommand              a stream entry that is not a valid command (poison)
     └── ServiceError                `service install/uninstall`: systemctl/launchctl failed
 
 ``TaskFailed.code`` is the snake_case error code the device API reports in
@@ -160,6 +161,18 @@ class GatewayError(BossAgentError):
 
 class DuplicateWorker(GatewayError):
     """Another live process holds this worker id's lease."""
+
+
+class BadCommand(GatewayError):
+    """A gateway stream entry is not a valid command; it is acked as failed, never retried.
+
+    ``header`` is the command's header when it was valid (so the failure can be
+    reported on the session's stream), else None.
+    """
+
+    def __init__(self, message: str, header: object = None) -> None:
+        self.header = header
+        super().__init__(message)
 
 
 class ServiceError(BossAgentError):
