@@ -139,7 +139,7 @@ function renderCard(view) {
       `${f.change} ${f.path}`))));
   if (card.branch) {
     const b = card.branch;
-    parts.push(section("Branch", "branch", el("div", {}, [b.name, b.changedFiles != null && `${b.changedFiles} files`,
+    parts.push(section("Branch", "branch", el("div", {}, [b.name, b.changedFiles != null && `${b.changedFiles} file${b.changedFiles === 1 ? "" : "s"}`,
       b.insertions != null && `+${b.insertions}`, b.deletions != null && `−${b.deletions}`,
       b.githubCli && `gh ${b.githubCli}`].filter(Boolean).join(" · "))));
   }
