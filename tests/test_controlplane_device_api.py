@@ -247,3 +247,18 @@ async def test_an_expired_lease_makes_the_task_visibly_abandoned(db_path, clock:
             assert refused.status_code == 409 and error_code(refused) == "task_not_owned"
             assert (await device.complete(lost, "failed", error={"code": "late", "message": "m"})).status_code == 200
             assert cp.task(lost)["status"] == "failed"  # the owner's late result is still recorded
+
+
+async def test_wait_task_returns_once_the_condition_holds_without_polling(http, plane):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    async with asyncio.TaskGroup() as group:
+        done = group.create_task(plane.wait_task(task_id, lambda v: v["status"] == "completed", timeout_s=10))
+        pending = group.create_task(plane.wait_task(task_id, lambda v: bool(v["approvals"]), timeout_s=10))
+        await device.claim()
+        await device.ask(task_id, "apr_1")
+        assert (await within(pending))["approvals"][0]["approvalId"] == "apr_1"
+        assert not done.done()
+        await device.complete(task_id)
+        view = await within(done)
+    assert view["status"] == "completed" and view["result"]["resultText"] == "done"
