@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane_support import (  # noqa: F401  (fixtures)
-    clock, db_path, http, pair, plane, within,
-)
+pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
+from tests.controlplane_support import pair, within
+
+pytest_plugins = ("tests.controlplane_support",)  # its fixtures: plane, http, local, clock, db_path
 from tests.webdriver import chromium
 
 pytestmark = pytest.mark.browser

@@ -6,11 +6,14 @@ import asyncio
 import sqlite3
 
 import httpx
+import pytest
 
 from boss_agent.controlplane import ControlPlane
-from tests.controlplane_support import (  # noqa: F401  (fixtures)
-    FakeClock, clock, db_path, error_code, http, local, pair, plane, within,
-)
+
+pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
+from tests.controlplane_support import FakeClock, error_code, pair, within
+
+pytest_plugins = ("tests.controlplane_support",)  # its fixtures: plane, http, local, clock, db_path
 
 TASK_KEYS = {
     "taskId", "attempt", "intentCategory", "prompt", "projectId", "workdir", "codexThreadRef",
@@ -228,25 +231,24 @@ async def test_two_devices_claiming_at_once_never_share_a_task(http, plane):
 
 
 async def test_an_expired_lease_makes_the_task_visibly_abandoned(db_path, clock: FakeClock):
-    async with ControlPlane(db_path, clock=clock, lease_s=1) as cp:
-        async with httpx.AsyncClient(base_url=cp.url) as client:
-            device = await pair(client, cp)
-            kept, lost = cp.submit_task("kept"), cp.submit_task("lost")
-            await device.claim(slots=2)
-            async with cp.core.events.subscribe() as sub:
-                clock.advance(0.8)
-                await device.heartbeat(runningTaskIds=[kept])  # renews only the task it names
-                clock.advance(0.8)
-                while True:
-                    kind, view = await within(sub.queue.get())
-                    if kind == "task" and view["status"] == "abandoned":
-                        break
-            assert view["taskId"] == lost
-            assert cp.task(kept)["status"] == "running"
-            refused = await device.progress(lost, 1, {})
-            assert refused.status_code == 409 and error_code(refused) == "task_not_owned"
-            assert (await device.complete(lost, "failed", error={"code": "late", "message": "m"})).status_code == 200
-            assert cp.task(lost)["status"] == "failed"  # the owner's late result is still recorded
+    async with ControlPlane(db_path, clock=clock, lease_s=1) as cp, httpx.AsyncClient(base_url=cp.url) as client:
+        device = await pair(client, cp)
+        kept, lost = cp.submit_task("kept"), cp.submit_task("lost")
+        await device.claim(slots=2)
+        async with cp.core.events.subscribe() as sub:
+            clock.advance(0.8)
+            await device.heartbeat(runningTaskIds=[kept])  # renews only the task it names
+            clock.advance(0.8)
+            while True:
+                kind, view = await within(sub.queue.get())
+                if kind == "task" and view["status"] == "abandoned":
+                    break
+        assert view["taskId"] == lost
+        assert cp.task(kept)["status"] == "running"
+        refused = await device.progress(lost, 1, {})
+        assert refused.status_code == 409 and error_code(refused) == "task_not_owned"
+        assert (await device.complete(lost, "failed", error={"code": "late", "message": "m"})).status_code == 200
+        assert cp.task(lost)["status"] == "failed"  # the owner's late result is still recorded
 
 
 async def test_wait_task_returns_once_the_condition_holds_without_polling(http, plane):

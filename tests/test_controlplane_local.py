@@ -8,12 +8,15 @@ import stat
 from pathlib import Path
 
 import httpx
+import pytest
 
 from boss_agent.controlplane import ControlPlane, serve
 from boss_agent.controlplane.security import secret_path
-from tests.controlplane_support import (  # noqa: F401  (fixtures)
-    HTTP_TIMEOUT_S, clock, db_path, error_code, http, local, pair, plane, within,
-)
+
+pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
+from tests.controlplane_support import HTTP_TIMEOUT_S, error_code, pair, within
+
+pytest_plugins = ("tests.controlplane_support",)  # its fixtures: plane, http, local, clock, db_path
 
 
 async def test_a_foreign_host_header_is_refused_everywhere(http, plane):

@@ -18,15 +18,20 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
-from boss_agent.controlplane import api, local, web as page
+from boss_agent.controlplane import api, local
+from boss_agent.controlplane import web as page
 from boss_agent.controlplane.core import Core
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
 from boss_agent.controlplane.security import (
-    SECRET_KEY, add_security_headers, host_is_loopback, load_or_create_secret, security_middleware,
+    SECRET_KEY,
+    add_security_headers,
+    host_is_loopback,
+    load_or_create_secret,
+    security_middleware,
 )
 from boss_agent.controlplane.wire import error_middleware
 from boss_agent.errors import ControlPlaneError
@@ -83,7 +88,7 @@ class ControlPlane:
             raise RuntimeError("the control plane is not running (use `async with`)")
         return self._core
 
-    async def __aenter__(self) -> ControlPlane:
+    async def __aenter__(self) -> Self:
         try:
             await self._start()
         except BaseException:
