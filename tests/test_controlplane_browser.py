@@ -67,6 +67,20 @@ async def test_the_page_shows_a_device_and_a_task_and_records_an_approval_clicke
         await browser.wait_for(f'{task_css} [data-approval-id="apr_1"][data-status="decided"] .decision', "accept")
         assert plane.task(task_id)["approvals"][0]["decision"] == "accept"
 
+        questions = [{"id": "db_choice", "header": "Database", "question": "Which database?", "isSecret": False,
+                      "options": [{"label": "Postgres", "description": "Robust"}, {"label": "SQLite"}]}]
+        await device.ask(task_id, "apr_ui", kind="userInput", summary="A question", questions=questions,
+                         availableDecisions=["accept", "decline"])
+        ui = f'{task_css} [data-approval-id="apr_ui"]'
+        await browser.wait_for(f'{ui} [data-question-id="db_choice"] legend', "Database")
+        await browser.click(f'{ui} input[type=radio][value="SQLite"]')
+        async with asyncio.TaskGroup() as group:
+            poll = group.create_task(device.poll(task_id, "apr_ui", wait_ms=30_000))
+            await browser.click(f'{ui} button[data-decision="answers"]')
+            answer = await within(poll)
+        assert answer.json()["decision"] == {"answers": {"db_choice": {"answers": ["SQLite"]}}}
+        await browser.wait_for(f'{ui}[data-status="decided"] .decision', "answered")
+
         await browser.type("#submit-form textarea[name=prompt]", "Write the release notes")
         await browser.type("#submit-form input[name=workdir]", "/src/app")
         await browser.click("#submit-form button[type=submit]")

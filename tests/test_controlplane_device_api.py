@@ -264,3 +264,32 @@ async def test_wait_task_returns_once_the_condition_holds_without_polling(http, 
         await device.complete(task_id)
         view = await within(done)
     assert view["status"] == "completed" and view["result"]["resultText"] == "done"
+
+
+QUESTIONS = [{"id": "db_choice", "header": "Database", "question": "Which database should we use?",
+              "options": [{"label": "Postgres", "description": "Robust default."}], "isSecret": False}]
+
+
+async def test_a_user_input_approval_is_answered_with_codex_shaped_answers(http, plane, local):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    assert (await device.ask(task_id, "apr_cmd")).status_code == 201
+    asked = await device.ask(task_id, "apr_ui", kind="userInput", summary="Which database?",
+                             availableDecisions=["accept", "decline"], questions=QUESTIONS)
+    assert asked.status_code == 201
+    assert plane.task(task_id)["approvals"][1]["questions"] == QUESTIONS
+    path = f"/api/local/approvals/{task_id}"
+    answers = {"answers": {"db_choice": {"answers": ["Postgres"]}}}
+    for approval_id, decision in (("apr_cmd", answers), ("apr_ui", {"answers": {"db_choice": "Postgres"}}),
+                                  ("apr_ui", {"answers": {}, "extra": 1}), ("apr_ui", ["Postgres"])):
+        refused = await local.post(f"{path}/{approval_id}", json={"decision": decision})
+        assert refused.status_code == 400 and error_code(refused) in ("invalid_decision", "invalid_request")
+    assert (await local.post(f"{path}/apr_ui", json={"decision": answers})).status_code == 200
+    assert (await local.post(f"{path}/apr_ui", json={"decision": answers})).status_code == 200  # same: no-op
+    other = await local.post(f"{path}/apr_ui", json={"decision": "decline"})
+    assert other.status_code == 409 and error_code(other) == "approval_already_decided"
+    assert (await device.poll(task_id, "apr_ui")).json() == {"status": "decided", "decision": answers}
+    await device.complete(task_id)
+    late = await local.post(f"{path}/apr_cmd", json={"decision": "accept"})
+    assert late.status_code == 409 and error_code(late) == "task_finished"

@@ -109,8 +109,11 @@ function renderApproval(view, approval) {
       approval.risk ? el("span", { class: "chip risk" }, `${approval.risk} risk`) : null, " ",
       el("span", { class: "summary" }, approval.summary || "")),
     el("div", { class: "meta decision" },
-      approval.status === "decided" ? `decided: ${approval.decision}` : approval.status));
-  if (pending) {
+      approval.status !== "decided" ? approval.status
+        : typeof approval.decision === "string" ? `decided: ${approval.decision}` : "answered"));
+  if (pending && approval.kind === "userInput" && (approval.questions || []).length) {
+    node.append(renderQuestions(view, approval, node));
+  } else if (pending) {
     const labels = { accept: "Approve", acceptForSession: "Approve for session", decline: "Decline", cancel: "Cancel turn" };
     node.append(el("div", { class: "actions" }, (approval.availableDecisions || ["accept", "decline"]).map((d) =>
       el("button", { type: "button", data: { decision: d }, on: { click: () => act(node, "POST",
@@ -118,6 +121,38 @@ function renderApproval(view, approval) {
         { decision: d }) } }, labels[d] || d))));
   }
   return node;
+}
+
+// A userInput request: one fieldset per question (its options as radio buttons, plus
+// free text), answered in Codex's shape {answers: {id: {answers: [text]}}}.
+function renderQuestions(view, approval, node) {
+  const path = `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`;
+  const fields = approval.questions.map((q, index) => {
+    const name = `q-${approval.approvalId}-${index}`;
+    return el("fieldset", { class: "question", data: { questionId: q.id } },
+      el("legend", {}, q.header || `Question ${index + 1}`),
+      el("p", {}, q.question || ""),
+      (q.options || []).map((o) => el("label", { class: "option" },
+        el("input", { type: "radio", name, value: o.label }), " ", o.label,
+        o.description ? el("span", { class: "meta" }, ` — ${o.description}`) : null)),
+      el("input", { type: q.isSecret ? "password" : "text", class: "other", name: `${name}-other`,
+        placeholder: (q.options || []).length ? "Or type another answer" : "Your answer" }));
+  });
+  const send = () => {
+    const answers = {};
+    fields.forEach((field) => {
+      const typed = field.querySelector("input.other").value.trim();
+      const picked = field.querySelector("input[type=radio]:checked");
+      const text = typed || (picked && picked.value);
+      if (text) answers[field.dataset.questionId] = { answers: [text] };
+    });
+    act(node, "POST", path, { decision: { answers } });
+  };
+  const declines = (approval.availableDecisions || ["decline"]).filter((d) => !d.startsWith("accept"));
+  return el("div", { class: "questions" }, fields, el("div", { class: "actions" },
+    el("button", { type: "button", data: { decision: "answers" }, on: { click: send } }, "Send answers"),
+    declines.map((d) => el("button", { type: "button", data: { decision: d },
+      on: { click: () => act(node, "POST", path, { decision: d }) } }, d === "decline" ? "Decline" : d))));
 }
 
 function renderCard(view) {
