@@ -46,6 +46,25 @@ async def test_an_unknown_or_reused_pairing_code_is_400_and_an_expired_one_is_41
     assert expired.status_code == 410 and error_code(expired) == "pairing_code_expired"
 
 
+async def test_ten_wrong_pairing_codes_in_a_row_void_every_open_code(http, plane):
+    code = plane.create_pairing_code()
+    guesses = [f"{n:06d}" for n in range(20) if f"{n:06d}" != code.replace("-", "")][:10]
+    for guess in guesses:
+        assert (await http.post("/api/v1/devices/pair", json={"pairingCode": guess})).status_code == 400
+    voided = await http.post("/api/v1/devices/pair", json={"pairingCode": code})
+    assert voided.status_code == 410 and error_code(voided) == "pairing_code_expired"
+    fresh = await http.post("/api/v1/devices/pair", json={"pairingCode": plane.create_pairing_code()})
+    assert fresh.status_code == 201
+
+
+async def test_an_unexpected_failure_is_a_500_with_the_contract_error_body(http, plane):
+    device = await pair(http, plane)
+    plane.core.db.conn.close()  # the database vanishes under a running server
+    response = await device.heartbeat()
+    assert response.status_code == 500 and error_code(response) == "internal_error"
+    assert "Traceback" not in response.text
+
+
 async def test_a_heartbeat_is_stored_with_its_capabilities_and_shown_to_the_page(http, plane, local):
     device = await pair(http, plane)
     capabilities = {"codexAppServer": {"available": True, "version": "0.171.0", "transport": "stdio"}}
