@@ -87,9 +87,10 @@ async def test_the_page_shows_a_device_and_a_task_and_records_an_approval_clicke
         await browser.type("#submit-form input[name=workdir]", "/src/app")
         await browser.click("#submit-form button[type=submit]")
         await browser.wait_for("#submit-status", "queued")
-        submitted = plane.tasks()[0]
+        new_id = await browser.attribute("#submit-status", "data-task-id")
+        submitted = plane.task(new_id)
         assert submitted["task"]["prompt"] == "Write the release notes" and submitted["task"]["workdir"] == "/src/app"
-        await browser.wait_for(f'[data-task-id="{submitted["taskId"]}"] .status', "queued")
+        await browser.wait_for(f'[data-task-id="{new_id}"][data-status="queued"] .status', "queued")
 
         # Everything hostile was shown as text, never parsed as markup.
         assert await browser.execute("return window.__pwned === undefined")
