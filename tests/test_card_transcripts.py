@@ -8,6 +8,10 @@ Canaries are planted in what the model says (answer, plan, reasoning), in the co
 it runs, in file contents and in raw reasoning. Secret-shaped canaries may reach the
 card only masked; plain canaries (command text, output, file content, raw reasoning,
 web queries) must not reach it at all, and neither may any id or the workdir path.
+
+Commands run with ``login: false`` (``bash -c``): a login shell sources the machine's
+profile, which on a shared box can stall for a minute (a stale pyenv rehash lock did)
+and would turn these tests into a measure of someone's dotfiles.
 """
 
 from __future__ import annotations
@@ -115,10 +119,10 @@ def test_an_update_plan_call_becomes_the_steps_with_their_statuses(
 def test_a_failing_shell_command_shows_its_exit_code_but_not_its_text_or_output(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
     cmd = "printf 'OUTCANARY\\n'; echo CMDCANARY >&2; exit 3"
-    model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir))), sm.turn(sm.message("It failed.")))
+    model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir), login=False)), sm.turn(sm.message("It failed.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "run it")
-    assert "item/commandExecution/outputDelta" in methods(transcript)
+    assert "OUTCANARY" in json.dumps(transcript)  # codex did report the output (aggregatedOutput)
     out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
     assert out["toolActivities"] == [{"kind": "commandExecution", "name": "shell", "status": "failed",
                                       "summary": "ran a command (exit 3)"}]
@@ -143,9 +147,9 @@ def test_apply_patch_add_and_update_become_relative_file_changes_and_branch_coun
 def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
     model.enqueue(
-        sm.turn(sm.shell_call("touch approved-CMDCANARY.txt && echo created", workdir=str(workdir))),
+        sm.turn(sm.shell_call("touch approved-CMDCANARY.txt && echo created", workdir=str(workdir), login=False)),
         sm.turn(sm.apply_patch(sm.add_file_patch("accepted.txt", ["FILECANARY"]))),
-        sm.turn(sm.shell_call("touch declined-CMDCANARY.txt", workdir=str(workdir))),
+        sm.turn(sm.shell_call("touch declined-CMDCANARY.txt", workdir=str(workdir), login=False)),
         sm.turn(sm.message("Done with approvals.")))
     thread = codex.start_thread(workdir, approvalPolicy="untrusted")
     answers = iter(["accept", "accept", "decline"])
@@ -166,7 +170,7 @@ def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
 
 def test_an_unanswered_approval_is_cancelled_by_interrupt_even_when_resolved_comes_late(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir))))
+    model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir), login=False)))
     thread = codex.start_thread(workdir, approvalPolicy="untrusted")
     turn = codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "x"}]})
     pending = codex.record(thread, lambda m: "id" in m, answer=None)
