@@ -13,9 +13,9 @@ a warning, the agent's answer) is masked, and absolute paths become workdir-rela
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import lru_cache
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 from boss_agent.progress.sanitize import sanitize_text, strip_environment_notices
@@ -144,7 +144,7 @@ class McpServer:
 
 
 @dataclass(frozen=True, slots=True)
-class Warning_:
+class Notice:
     kind: str
     message: str
 
@@ -221,7 +221,7 @@ class Card:
     tokenUsage: TokenUsage | None = None  # noqa: N815
     mcpServers: tuple[McpServer, ...] = ()  # noqa: N815
     remoteControl: str | None = None  # noqa: N815
-    warnings: tuple[Warning_, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     approvals: tuple[Approval, ...] = ()
     fileChanges: tuple[FileChange, ...] = ()  # noqa: N815
     branch: Branch | None = None

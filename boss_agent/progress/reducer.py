@@ -22,11 +22,11 @@ from typing import Any
 
 from boss_agent.progress import approvals, boss_events
 from boss_agent.progress import notifications as n
-from boss_agent.progress.card import Card, Reasoning, Step, key_of
+from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
 from boss_agent.progress.items import ITEMS, add_changes, close_open_items
 
-__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage"]
+__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage", "final_answer"]
 
 Handler = Callable[[Card, Mapping[str, Any]], Card]
 MAX_UNKNOWN_NAMES = 20  # remember a few unknown method names for a debug log line
