@@ -288,6 +288,14 @@ def reduce(card: Card, message: dict) -> Card:
             return card.evolve(answer=card.answer + delta, updatedAt=_at(message, card))
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
+    try:
+        return _dispatch(card, method, message, params)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        # A shape codex did not promise: that one message is dropped, never the card.
+        return _unknown(card, None)
+
+
+def _dispatch(card: Card, method: str, message: Mapping[str, Any], params: Mapping[str, Any]) -> Card:
     if method.startswith("boss/"):
         return boss_events.reduce_boss(card, method, params)
     is_request = "id" in message
@@ -297,12 +305,7 @@ def reduce(card: Card, message: dict) -> Card:
     handler = entry[0]
     if handler is None:
         return card
-    before, card = card, card.evolve(updatedAt=_at(message, card))
-    try:
-        return handler(card, message if is_request else params)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
-        # A shape this codex did not promise: that one message is dropped, never the card.
-        return _unknown(before, None)
+    return handler(card.evolve(updatedAt=_at(message, card)), message if is_request else params)
 
 
 def coverage() -> dict[str, dict[str, dict[str, str]]]:
