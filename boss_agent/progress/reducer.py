@@ -32,7 +32,6 @@ Handler = Callable[[Card, Mapping[str, Any]], Card]
 MAX_UNKNOWN_NAMES = 20  # remember a few unknown method names for a debug log line
 _STEP_STATUS = {"in_progress": "inProgress", "inProgress": "inProgress", "pending": "pending",
                 "completed": "completed", "failed": "failed"}
-_CLOSED_BY_TURN = {"interrupted": "interrupted", "failed": "failed", "completed": "completed"}
 
 
 # ------------------------------------------------------------------------- turn & items
@@ -56,8 +55,9 @@ def _fold_diff(card: Card) -> tuple[int, int, int]:
 def turn_completed(card: Card, params: Mapping[str, Any]) -> Card:
     """Close what interrupt and steer left open; nobody will answer pending approvals."""
     turn = params.get("turn") or {}
-    closed_as = _CLOSED_BY_TURN.get(turn.get("status"), "completed")
-    card = close_open_items(card, "interrupted" if closed_as != "failed" else "failed")
+    # An item still open when its turn ends never finished: a failed turn failed it,
+    # anything else (interrupt, steer, a completed turn) cut it short.
+    card = close_open_items(card, "failed" if turn.get("status") == "failed" else "interrupted")
     card = approvals.close_pending(card)
     return card.evolve(diff_base=_fold_diff(card), turn_key=None)
 
