@@ -171,6 +171,25 @@ def devserver(
     guarded(run)
 
 
+protocol_app = typer.Typer(help="The codex app-server protocol this device speaks.", no_args_is_help=True)
+app.add_typer(protocol_app, name="protocol")
+
+
+@protocol_app.command("snapshot")
+def protocol_snapshot(
+    out: Annotated[Path, typer.Option("--out", help="where <codex version>/ is written")] = Path(
+        "docs/protocol-snapshots/codex-app-server"),
+) -> None:
+    """Write the installed codex's schema, TS bindings, method list and coverage."""
+    from boss_agent.codexbin import find_codex
+    from boss_agent.protocol_snapshot import write_snapshot
+
+    def run() -> Path:
+        return write_snapshot(find_codex(build_config().codex.bin), out)
+
+    typer.echo(f"wrote {guarded(run)}")
+
+
 def _mount_service_commands() -> None:
     from boss_agent.service.commands import logs_command, service_app
 
