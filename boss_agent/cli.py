@@ -1,2 +1,132 @@
-"""placeholder"""
-def main(): pass
+"""The command line: thin typer commands that build the config and run one thing.
+
+Every command maps domain errors at this boundary: ``ConfigError`` is one line on
+stderr and exit 2, any other ``BossAgentError`` one line and exit 1. A traceback
+only with ``--debug``. Nothing here prints a token, a prompt or a home path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from boss_agent import __version__
+from boss_agent.config import Config, load_config
+from boss_agent.errors import BossAgentError, ConfigError
+
+app = typer.Typer(
+    name="boss-agent",
+    help="Let the Boss app drive OpenAI Codex on this machine.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+T = TypeVar("T")
+
+
+class _Globals:
+    config_path: str | None = None
+    debug: bool = False
+
+
+G = _Globals()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"boss-agent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    config: Annotated[str | None, typer.Option("--config", help="config file (default: user config dir)",
+                                               envvar="BOSS_AGENT_CONFIG")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    G.config_path = config
+    G.debug = debug
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run ``fn``; turn boss-agent errors into one clean line and an exit code."""
+    try:
+        return fn()
+    except ConfigError as exc:
+        if G.debug:
+            raise
+        typer.echo(f"boss-agent: config error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except BossAgentError as exc:
+        if G.debug:
+            raise
+        typer.echo(f"boss-agent: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def build_config(**overrides: Any) -> Config:
+    return load_config(G.config_path, overrides=overrides)
+
+
+def emit(data: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        render(data)
+
+
+def _render_pairs(data: dict[str, Any]) -> None:
+    width = max(len(k) for k in data) if data else 0
+    for key, value in data.items():
+        if isinstance(value, list | tuple):
+            value = ", ".join(str(v) for v in value) or "-"
+        typer.echo(f"{key.ljust(width)}  {'-' if value is None else value}")
+
+
+@app.command()
+def status(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
+    """Paired or not, daemon running or not, codex, discovery, tasks, spool."""
+    from boss_agent.status import collect_status
+
+    data = guarded(lambda: collect_status(build_config()))
+    emit(data, as_json, _render_pairs)
+
+
+@app.command()
+def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
+    """Check the set-up; exit 1 when any check fails."""
+    from boss_agent.doctor import run_checks
+
+    checks = run_checks(G.config_path)
+    if as_json:
+        typer.echo(json.dumps({"checks": checks}, indent=2))
+    else:
+        for check in checks:
+            mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check["result"]]
+            line = f"[{mark}] {check['name']}: {check['detail']}"
+            if check["result"] != "ok" and check.get("fix"):
+                line += f"\n       fix: {check['fix']}"
+            typer.echo(line)
+    if any(c["result"] == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except BrokenPipeError:  # `boss-agent status | head` is fine
+        sys.stderr.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,78 @@
+# Shared by scripts/test.sh and scripts/up.sh: install what boss-agent needs on a fresh
+# Debian machine. Idempotent: each step checks first and does nothing when satisfied.
+# shellcheck shell=bash
+
+CODEX_NPM_VERSION="0.171.0"   # the codex CLI the tests and protocol snapshot are pinned to
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+TOOLS="$ROOT/.tools"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root for: $*"; return 1; fi
+}
+
+# ensure_debian_packages CMD:PACKAGE ... — install PACKAGE when CMD is not on PATH.
+ensure_debian_packages() {
+  local missing=() pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# find_python312: print the first Python >= 3.12 found (PATH, then pyenv's versions).
+find_python312() {
+  local candidate
+  for candidate in python3.14 python3.13 python3.12 python3 \
+      "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do
+    [ -n "$candidate" ] || continue
+    command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || continue
+    if "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+      command -v "$candidate" 2>/dev/null || echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# ensure_venv EXTRAS — a project venv with boss-agent installed (editable) with EXTRAS.
+ensure_venv() {
+  local extras="$1" stamp python
+  stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$extras"
+  [ -f "$stamp" ] && return 0
+  if [ ! -x "$VENV/bin/python" ]; then
+    python="$(find_python312)" || {
+      log "no Python >= 3.12 found; trying Debian's python3"
+      ensure_debian_packages python3:python3 && python="$(find_python312)" || {
+        log "boss-agent needs Python >= 3.12 (install it, e.g. with pyenv)"; return 1; }
+    }
+    log "creating .venv with $("$python" --version)"
+    "$python" -m venv "$VENV"
+  fi
+  log "installing boss-agent[$extras] into .venv"
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  if ! "$VENV/bin/python" -m pip install -q -e "$ROOT[$extras]" >"$VENV/pip.log" 2>&1; then
+    grep -v "is ignored" "$VENV/pip.log" >&2; log "pip install failed"; return 1
+  fi
+  rm -f "$VENV"/.installed-*
+  touch "$stamp"
+}
+
+# ensure_codex — the pinned codex CLI under .tools/ unless a matching one is on PATH.
+ensure_codex() {
+  local bin="$TOOLS/node_modules/.bin/codex"
+  if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "$CODEX_NPM_VERSION"; then
+    echo "$bin"; return 0
+  fi
+  ensure_debian_packages node:nodejs npm:npm
+  log "installing @openai/codex@$CODEX_NPM_VERSION into .tools/"
+  mkdir -p "$TOOLS"
+  npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "@openai/codex@$CODEX_NPM_VERSION" >&2
+  echo "$bin"
+}

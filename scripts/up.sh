@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install boss-agent and the codex CLI on a fresh machine, then run the main job:
+# `boss-agent up` (the local control plane + the daemon, paired). Without a codex
+# login it runs with --demo (a built-in scripted model, no OpenAI account needed).
+set -euo pipefail
+source "$(dirname "$0")/setup-common.sh"
+cd "$ROOT"
+
+ensure_debian_packages git:git node:nodejs npm:npm
+ensure_venv ""
+CODEX="$(command -v codex || ensure_codex)"
+export BOSS_CODEX_BIN="${BOSS_CODEX_BIN:-$CODEX}"
+
+args=("$@")
+if [ ${#args[@]} -eq 0 ] && ! "$BOSS_CODEX_BIN" login status >/dev/null 2>&1; then
+  log "codex is not logged in: starting with --demo (scripted local model)"
+  args=(--demo)
+fi
+exec "$VENV/bin/boss-agent" up "${args[@]}"
