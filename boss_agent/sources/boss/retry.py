@@ -88,8 +88,8 @@ class RetryPolicy:
         stop = tenacity.stop_never
         if not forever and self.give_up_after_s is not None:
             stop = tenacity.stop_after_delay(self.give_up_after_s)
-        wait = tenacity.wait_exponential_jitter(initial=self.initial_s, max=self.max_s,
-                                                jitter=self.jitter_s)
+        wait = (tenacity.wait_exponential(multiplier=self.initial_s, max=self.max_s)
+                + tenacity.wait_random(0, self.jitter_s))
         return tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(is_retryable),
             wait=_WaitRetryAfter(wait, self.retry_after_cap_s),
