@@ -23,8 +23,10 @@ that meets them, and chained with ``raise ... from exc``.
     │   ├── Unauthorized            401: the device token was revoked
     │   ├── TaskGone                404/409 on a task: it was taken away
     │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
-    └── GatewayError                Redis Streams gateway
-        └── DuplicateWorker         another process holds this worker id's lease
+    ├── GatewayError                Redis Streams gateway
+    │   └── DuplicateWorker         another process holds this worker id's lease
+    └── ControlPlaneError           the embedded control plane refuses a request
+                                    (``status``, ``code``: the HTTP error it answers)
 
 ``TaskFailed.code`` is the snake_case error code the device API reports in
 ``complete.error.code``; its message is always sanitized before it leaves the device.
@@ -169,3 +171,13 @@ class GatewayError(BossAgentError):
 
 class DuplicateWorker(GatewayError):
     """Another live process holds this worker id's lease."""
+
+
+class ControlPlaneError(BossAgentError):
+    """The embedded control plane refuses a request; carries its HTTP status and code."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        super().__init__(f"{code}: {message}")

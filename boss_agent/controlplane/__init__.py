@@ -1,0 +1,56 @@
+"""The embedded local Boss control plane (`boss-agent up` / `devserver`) and its web page.
+
+A small Boss server on loopback: it pairs devices, queues tasks, leases them to
+devices, collects their progress cards, results and approval requests, and shows
+all of it live on a web page where the user submits tasks, approves and cancels.
+
+Modules, by responsibility:
+    server.py    ``ControlPlane`` (the runner) and ``serve``; the aiohttp app factory
+    api.py       the device API v1, server side (boss-device-api.md)
+    local.py     the local API for the page and `boss-agent task` (table there), SSE
+    web.py       the page and its static files (``static/``)
+    security.py  the doors: loopback Host, same Origin, installation secret
+    core.py      operations + their notifications (long-poll wake-ups, live events)
+    queue.py     tasks, leases, approvals (the lifecycle is drawn there)
+    devices.py   pairing codes, devices, heartbeats
+    events.py    long-poll signals and the SSE broadcaster
+    db.py        SQLite connection and schema
+    wire.py      JSON bodies, field checks, the error body, the error middleware
+
+Python API::
+
+    async with ControlPlane(db_path, host="127.0.0.1", port=0, secret=None, lease_s=LEASE_S) as cp:
+        cp.url, cp.secret, cp.page_url
+        cp.create_pairing_code(ttl_s=600) -> "483-921"
+        cp.submit_task(prompt, **task_fields) -> taskId   # camelCase fields of device API §3
+        cp.task(task_id) -> TaskView;  cp.tasks();  cp.devices()
+        cp.cancel_task(task_id);  cp.decide(task_id, approval_id, decision);  cp.revoke_device(device_id)
+    await serve(db_path, host, port, ready=callback)       # until cancelled
+
+Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)::
+
+    GET  /api/health                                   {"ok": true}   (no secret needed)
+    GET  /api/local/state                              {"devices": [...], "tasks": [...]}
+    GET  /api/local/devices                            {"devices": [...]}
+    POST /api/local/devices/{deviceId}/revoke          {}
+    POST /api/local/pairing-codes    {"ttlS"?}         201 {"pairingCode", "expiresInS"}
+    POST /api/local/tasks    {"prompt", fields...}     201 {"taskId"}
+    GET  /api/local/tasks                              {"tasks": [...]}  newest first
+    GET  /api/local/tasks/{taskId}                     TaskView
+    POST /api/local/tasks/{taskId}/cancel              {"status"}
+    POST /api/local/tasks/{taskId}/retry               {}
+    POST /api/local/approvals/{taskId}/{approvalId}   {"decision"} -> {}
+    GET  /api/local/events                             SSE: snapshot, then task / device events
+    GET  /?token=<secret>                              sets the cookie, 303 to /
+
+TaskView: ``{taskId, status (queued|running|completed|failed|cancelled|abandoned),
+attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, result
+({status, backend, fallbackFrom, codexThreadRef, turnId, resultText, error}),
+approvals ([{approvalId, kind, summary, risk, availableDecisions, status
+(pending|decided), decision, createdAt, decidedAt}]), createdAt, updatedAt,
+claimedAt, completedAt, task (the submitted Task fields with prompt)}``.
+"""
+
+from boss_agent.controlplane.server import LEASE_S, ControlPlane, serve
+
+__all__ = ["LEASE_S", "ControlPlane", "serve"]

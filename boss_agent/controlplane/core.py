@@ -1,0 +1,172 @@
+"""The control plane's operations, shared by the device API, the local API and Python.
+
+``Core`` owns the database (``Devices``, ``TaskQueue``), the long-poll signals and
+the live-event broadcaster, and is the one place that pairs every state change
+with its notifications: a submit wakes the claim long polls, a decision wakes the
+approval long polls, and every change of a task or a device is published to the
+page as a full view of that object.
+
+Everything here runs on the event loop's thread (see ``db.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from boss_agent.controlplane.db import Database
+from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
+from boss_agent.controlplane.events import Broadcaster, Signal
+from boss_agent.controlplane.queue import TaskQueue
+from boss_agent.errors import ControlPlaneError
+
+logger = logging.getLogger(__name__)
+
+
+class Core:
+    def __init__(self, db_path: Path, lease_s: float, clock: Any = time.time) -> None:
+        self.db = Database(db_path, clock)
+        self.devices = Devices(self.db)
+        self.queue = TaskQueue(self.db, lease_s)
+        self.queue_changed = Signal()
+        self.approvals_changed = Signal()
+        self.claim_parked = Signal()  # fired when a claim starts waiting: lets tests and the page see parked polls
+        self.parked_claims = 0
+        self.events = Broadcaster()
+        self.closing = asyncio.Event()
+
+    def stop(self) -> None:
+        """Answer every long poll now and end every stream (the database stays open)."""
+        self.closing.set()
+        self.queue_changed.fire()
+        self.approvals_changed.fire()
+        self.events.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- notifications ----------------------------------------------------------
+
+    def _task_changed(self, task_id: str) -> None:
+        self.events.publish("task", self.queue.task(task_id))
+
+    def _device_changed(self, device_id: str) -> None:
+        self.events.publish("device", self.devices.device(device_id))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"devices": self.devices.devices(), "tasks": self.queue.tasks()}
+
+    async def _wait(self, event: asyncio.Event, deadline: float) -> bool:
+        """Wait for ``event`` until ``deadline`` (monotonic); False on timeout or shutdown."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or self.closing.is_set():
+            return False
+        try:
+            async with asyncio.timeout(remaining):
+                await event.wait()
+        except TimeoutError:
+            return False
+        return not self.closing.is_set()
+
+    # -- user operations --------------------------------------------------------
+
+    def submit_task(self, prompt: str, fields: dict[str, Any]) -> str:
+        task_id = self.queue.submit(prompt, fields)
+        logger.info("task %s queued", task_id)
+        self.queue_changed.fire()
+        self._task_changed(task_id)
+        return task_id
+
+    def create_pairing_code(self, ttl_s: float = PAIRING_CODE_TTL_S) -> str:
+        return self.devices.create_pairing_code(ttl_s)
+
+    def cancel_task(self, task_id: str) -> str:
+        status = self.queue.request_cancel(task_id)
+        self._task_changed(task_id)
+        return status
+
+    def retry_task(self, task_id: str) -> None:
+        self.queue.retry(task_id)
+        self.queue_changed.fire()
+        self._task_changed(task_id)
+
+    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+        self.queue.decide(task_id, approval_id, decision)
+        self.approvals_changed.fire()
+        self._task_changed(task_id)
+
+    def revoke_device(self, device_id: str) -> None:
+        self.devices.revoke(device_id)
+        logger.info("device %s revoked", device_id)
+        self._device_changed(device_id)
+        for task_id in self.queue.expire_leases(device_id):
+            self._task_changed(task_id)
+
+    def sweep_leases(self) -> list[str]:
+        expired = self.queue.expire_leases()
+        for task_id in expired:
+            logger.warning("task %s abandoned: its device stopped renewing the lease", task_id)
+            self._task_changed(task_id)
+        return expired
+
+    # -- device operations ------------------------------------------------------
+
+    def pair(self, code: str, info: dict[str, Any]) -> tuple[str, str]:
+        device_id, token = self.devices.pair(code, info)
+        logger.info("device %s paired", device_id)
+        self._device_changed(device_id)
+        return device_id, token
+
+    def heartbeat(self, device_id: str, body: dict[str, Any]) -> list[str]:
+        self.devices.record_heartbeat(device_id, body)
+        self.queue.renew_leases(device_id, body.get("runningTaskIds") or [])
+        self._device_changed(device_id)
+        return self.queue.cancel_ids(device_id)
+
+    async def claim(self, device_id: str, slots: int, wait_s: float) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + wait_s
+        while True:
+            # Take the signal before looking: a submit after the look still wakes us.
+            changed = self.queue_changed.current()
+            if self.devices.authenticate_id(device_id) is None:
+                raise ControlPlaneError(401, "invalid_token", "the device was revoked")
+            tasks = self.queue.claim(device_id, slots)
+            if tasks:
+                for task in tasks:
+                    logger.info("task %s claimed by %s", task["taskId"], device_id)
+                    self._task_changed(task["taskId"])
+                return tasks
+            self.parked_claims += 1
+            self.claim_parked.fire()
+            try:
+                if not await self._wait(changed, deadline):
+                    return []
+            finally:
+                self.parked_claims -= 1
+
+    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any]) -> bool:
+        cancel = self.queue.progress(device_id, task_id, seq, card)
+        self._task_changed(task_id)
+        return cancel
+
+    def complete(self, device_id: str, task_id: str, body: dict[str, Any]) -> None:
+        if self.queue.complete(device_id, task_id, body):
+            logger.info("task %s %s", task_id, body["status"])
+            self._task_changed(task_id)
+
+    def create_approval(self, device_id: str, task_id: str, request: dict[str, Any]) -> None:
+        if self.queue.create_approval(device_id, task_id, request):
+            self._task_changed(task_id)
+
+    async def wait_approval(self, device_id: str, task_id: str, approval_id: str, wait_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + wait_s
+        while True:
+            changed = self.approvals_changed.current()
+            approval = self.queue.poll_approval(device_id, task_id, approval_id)
+            if approval["status"] == "decided":
+                return {"status": "decided", "decision": approval["decision"]}
+            if not await self._wait(changed, deadline):
+                return {"status": "pending"}

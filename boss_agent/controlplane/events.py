@@ -1,0 +1,81 @@
+"""Wake-ups for long polls and the live event stream of the web page.
+
+``Signal`` is a level-free "something changed" notice for long polls: a waiter
+takes ``current()`` *before* it looks at the database, so a change that lands
+between its look and its wait still wakes it (the event it holds is the one that
+gets set). Nobody ever polls the database on a timer.
+
+``Broadcaster`` fans events out to the page's SSE streams. Each subscriber has a
+bounded queue; one that falls behind is dropped (its stream ends, and the browser's
+EventSource reconnects and starts again from a fresh snapshot) so a stuck tab can
+never grow the server's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SUBSCRIBER_QUEUE_MAX = 500  # events a slow page may lag behind before it is dropped
+
+
+class Signal:
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def current(self) -> asyncio.Event:
+        return self._event
+
+    def fire(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+
+class Subscription:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue(SUBSCRIBER_QUEUE_MAX)
+
+    def offer(self, item: tuple[str, Any] | None) -> bool:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+
+class Broadcaster:
+    def __init__(self) -> None:
+        self._subscribers: set[Subscription] = set()
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[Subscription]:
+        sub = Subscription()
+        self._subscribers.add(sub)
+        try:
+            yield sub
+        finally:
+            self._subscribers.discard(sub)
+
+    def publish(self, kind: str, payload: Any) -> None:
+        for sub in list(self._subscribers):
+            if not sub.offer((kind, payload)):
+                logger.warning("dropping a live-event subscriber that fell %d events behind", SUBSCRIBER_QUEUE_MAX)
+                self._subscribers.discard(sub)
+                self._end(sub)
+
+    def close(self) -> None:
+        """End every stream (server shutdown)."""
+        for sub in list(self._subscribers):
+            self._end(sub)
+        self._subscribers.clear()
+
+    @staticmethod
+    def _end(sub: Subscription) -> None:
+        # A full queue cannot take the end marker; make room, the stream is ending anyway.
+        while not sub.offer(None):
+            sub.queue.get_nowait()

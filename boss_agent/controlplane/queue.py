@@ -1,0 +1,284 @@
+"""The task queue: submit, claim with leases, progress, complete, cancel, approvals.
+
+Task lifecycle on the control plane (``status``):
+
+    queued ──claim──▶ running ──complete──▶ completed | failed | cancelled
+      │                 │
+      └─cancel─▶ cancelled   └─lease expired / device revoked──▶ abandoned ──retry──▶ queued
+
+Leases. A claim gives the device a lease of ``lease_s`` seconds on the task. The
+lease is renewed by a heartbeat that lists the task in ``runningTaskIds``, by a
+progress upload, and by creating or polling one of its approvals. A running task
+whose lease runs out is marked ``abandoned``: it is *not* requeued on its own,
+because a half-run Codex turn may have edited files and running it again blindly
+could do the work twice. The page shows it, and the user can requeue it
+(``retry``: attempt + 1). The owner may still deliver its ``complete`` for an
+abandoned task (a late result beats none); any other call on it gets 409, which
+tells the device to stop.
+
+Claims select and update in one ``BEGIN IMMEDIATE`` transaction, guarded by
+``status = 'queued'``, so one task never goes to two devices.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from boss_agent.controlplane.db import Database, dumps, iso, loads
+from boss_agent.errors import ControlPlaneError, TaskRejected
+from boss_agent.tasks import parse_task
+
+TASK_FIELDS = (
+    "intentCategory", "projectId", "workdir", "codexThreadRef", "sourceCodexThreadRef",
+    "targetCodexThreadRef", "targetCodexTurnId", "model", "approvalMode", "approvalPolicy", "sandbox",
+)
+TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
+FINISHED = ("completed", "failed", "cancelled", "abandoned")
+RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
+
+
+def _not_found() -> ControlPlaneError:
+    return ControlPlaneError(404, "task_not_found", "no such task")
+
+
+def _not_owned(why: str) -> ControlPlaneError:
+    return ControlPlaneError(409, "task_not_owned", why)
+
+
+class TaskQueue:
+    def __init__(self, db: Database, lease_s: float) -> None:
+        self.db = db
+        self.lease_s = lease_s
+
+    # -- submitting and reading -------------------------------------------------
+
+    def submit(self, prompt: str, fields: dict[str, Any]) -> str:
+        unknown = sorted(set(fields) - set(TASK_FIELDS))
+        if unknown:
+            raise ControlPlaneError(400, "invalid_task", f"unknown task field {unknown[0]!r}")
+        spec = {key: fields.get(key, TASK_DEFAULTS.get(key)) for key in TASK_FIELDS}
+        spec["prompt"] = prompt
+        try:
+            parse_task({"taskId": "tsk_validate", **spec})
+        except TaskRejected as exc:
+            raise ControlPlaneError(400, exc.code, str(exc)) from exc
+        task_id = "tsk_" + secrets.token_hex(8)
+        now = self.db.clock()
+        self.db.conn.execute(
+            "INSERT INTO tasks (task_id, spec, status, created_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
+            (task_id, dumps(spec), now, now),
+        )
+        return task_id
+
+    def _row(self, task_id: str) -> Any:
+        row = self.db.one("SELECT * FROM tasks WHERE task_id = ?", task_id)
+        if row is None:
+            raise _not_found()
+        return row
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        return self._view(self._row(task_id))
+
+    def tasks(self, limit: int = 200) -> list[dict[str, Any]]:
+        rows = self.db.all("SELECT * FROM tasks ORDER BY position DESC LIMIT ?", limit)
+        return [self._view(row) for row in rows]
+
+    def _view(self, row: Any) -> dict[str, Any]:
+        spec = loads(row["spec"])
+        return {
+            "taskId": row["task_id"],
+            "status": row["status"],
+            "attempt": row["attempt"],
+            "deviceId": row["device_id"],
+            "leaseExpiresAt": iso(row["lease_expires_at"]) if row["status"] == "running" else None,
+            "cancelRequested": bool(row["cancel_requested"]),
+            "seq": row["seq"],
+            "executionProgress": loads(row["card"]),
+            "result": loads(row["result"]),
+            "approvals": self.approvals(row["task_id"]),
+            "createdAt": iso(row["created_at"]),
+            "updatedAt": iso(row["updated_at"]),
+            "claimedAt": iso(row["claimed_at"]),
+            "completedAt": iso(row["completed_at"]),
+            "task": spec,
+        }
+
+    # -- the device side ------------------------------------------------------
+
+    def claim(self, device_id: str, slots: int) -> list[dict[str, Any]]:
+        """Hand up to ``slots`` queued tasks to ``device_id``, oldest first."""
+        now = self.db.clock()
+        claimed = []
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "SELECT * FROM tasks WHERE status = 'queued' ORDER BY position LIMIT ?", (slots,)
+            ).fetchall()
+            for row in rows:
+                conn.execute(
+                    "UPDATE tasks SET status = 'running', device_id = ?, lease_expires_at = ?, claimed_at = ?,"
+                    " updated_at = ? WHERE task_id = ? AND status = 'queued'",
+                    (device_id, now + self.lease_s, now, now, row["task_id"]),
+                )
+                claimed.append(self._wire_task(row))
+        return claimed
+
+    def _wire_task(self, row: Any) -> dict[str, Any]:
+        return {"taskId": row["task_id"], "attempt": row["attempt"], **loads(row["spec"]),
+                "createdAt": iso(row["created_at"])}
+
+    def _owned(self, device_id: str, task_id: str) -> Any:
+        row = self._row(task_id)
+        if row["device_id"] != device_id:
+            raise _not_owned("the task is not claimed by this device")
+        if row["status"] != "running":
+            raise _not_owned(f"the task is {row['status']}")
+        return row
+
+    def _renew(self, task_id: str) -> None:
+        now = self.db.clock()
+        self.db.conn.execute(
+            "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND status = 'running'",
+            (now + self.lease_s, task_id),
+        )
+
+    def renew_leases(self, device_id: str, task_ids: list[str]) -> None:
+        for task_id in task_ids:
+            self.db.conn.execute(
+                "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND device_id = ? AND status = 'running'",
+                (self.db.clock() + self.lease_s, task_id, device_id),
+            )
+
+    def cancel_ids(self, device_id: str) -> list[str]:
+        rows = self.db.all(
+            "SELECT task_id FROM tasks WHERE device_id = ? AND status = 'running' AND cancel_requested = 1"
+            " ORDER BY position", device_id,
+        )
+        return [row["task_id"] for row in rows]
+
+    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any]) -> bool:
+        """Keep the card of the highest ``seq``; return whether a cancel was requested."""
+        row = self._owned(device_id, task_id)
+        now = self.db.clock()
+        self.db.conn.execute(
+            "UPDATE tasks SET card = ?, seq = ?, updated_at = ? WHERE task_id = ? AND (seq IS NULL OR seq < ?)",
+            (dumps(card), seq, now, task_id, seq),
+        )
+        self._renew(task_id)
+        return bool(row["cancel_requested"])
+
+    def complete(self, device_id: str, task_id: str, body: dict[str, Any]) -> bool:
+        """Record the result; False when it was already recorded (an idempotent repeat)."""
+        row = self._row(task_id)
+        if row["device_id"] != device_id:
+            raise _not_owned("the task is not claimed by this device")
+        if row["result"] is not None:
+            return False
+        if row["status"] not in ("running", "abandoned"):
+            raise _not_owned(f"the task is {row['status']}")
+        now = self.db.clock()
+        card = body.get("executionProgress") or loads(row["card"])
+        self.db.conn.execute(
+            "UPDATE tasks SET status = ?, result = ?, card = ?, completed_at = ?, updated_at = ?,"
+            " lease_expires_at = NULL WHERE task_id = ?",
+            (body["status"], dumps({k: body.get(k) for k in RESULT_KEYS}), dumps(card) if card else None,
+             now, now, task_id),
+        )
+        return True
+
+    # -- the user side ----------------------------------------------------------
+
+    def request_cancel(self, task_id: str) -> str:
+        """Cancel a queued task now, or ask its device to; return the new status."""
+        row = self._row(task_id)
+        now = self.db.clock()
+        if row["status"] == "queued":
+            self.db.conn.execute(
+                "UPDATE tasks SET status = 'cancelled', completed_at = ?, updated_at = ?"
+                " WHERE task_id = ? AND status = 'queued'", (now, now, task_id))
+            return "cancelled"
+        if row["status"] == "running":
+            self.db.conn.execute(
+                "UPDATE tasks SET cancel_requested = 1, updated_at = ? WHERE task_id = ?", (now, task_id))
+            return "running"
+        raise ControlPlaneError(409, "task_finished", f"the task is already {row['status']}")
+
+    def retry(self, task_id: str) -> None:
+        """Requeue an abandoned or failed task as a new attempt."""
+        row = self._row(task_id)
+        if row["status"] not in ("abandoned", "failed"):
+            raise ControlPlaneError(409, "task_not_retryable", f"the task is {row['status']}")
+        self.db.conn.execute(
+            "UPDATE tasks SET status = 'queued', attempt = attempt + 1, device_id = NULL,"
+            " lease_expires_at = NULL, cancel_requested = 0, seq = NULL, card = NULL, result = NULL,"
+            " claimed_at = NULL, completed_at = NULL, updated_at = ? WHERE task_id = ?",
+            (self.db.clock(), task_id),
+        )
+
+    def expire_leases(self, device_id: str | None = None) -> list[str]:
+        """Abandon running tasks whose lease ran out (or all of ``device_id``'s)."""
+        now = self.db.clock()
+        with self.db.transaction() as conn:
+            if device_id is None:
+                where, args = "lease_expires_at < ?", (now,)
+            else:
+                where, args = "device_id = ?", (device_id,)
+            rows = conn.execute(f"SELECT task_id FROM tasks WHERE status = 'running' AND {where}", args).fetchall()
+            ids = [row["task_id"] for row in rows]
+            for task_id in ids:
+                conn.execute(
+                    "UPDATE tasks SET status = 'abandoned', completed_at = ?, updated_at = ?,"
+                    " lease_expires_at = NULL WHERE task_id = ?", (now, now, task_id))
+        return ids
+
+    # -- approvals ----------------------------------------------------------------
+
+    def create_approval(self, device_id: str, task_id: str, request: dict[str, Any]) -> bool:
+        """Store one approval request; False when it already existed (a retry)."""
+        self._owned(device_id, task_id)
+        self._renew(task_id)
+        cur = self.db.conn.execute(
+            "INSERT OR IGNORE INTO approvals (task_id, approval_id, request, status, created_at)"
+            " VALUES (?, ?, ?, 'pending', ?)",
+            (task_id, request["approvalId"], dumps(request), self.db.clock()),
+        )
+        return cur.rowcount == 1
+
+    def approval(self, task_id: str, approval_id: str) -> dict[str, Any]:
+        row = self.db.one("SELECT * FROM approvals WHERE task_id = ? AND approval_id = ?", task_id, approval_id)
+        if row is None:
+            raise ControlPlaneError(404, "approval_not_found", "no such approval")
+        return self._approval_view(row)
+
+    def approvals(self, task_id: str) -> list[dict[str, Any]]:
+        rows = self.db.all("SELECT * FROM approvals WHERE task_id = ? ORDER BY created_at, rowid", task_id)
+        return [self._approval_view(row) for row in rows]
+
+    def _approval_view(self, row: Any) -> dict[str, Any]:
+        return {**loads(row["request"]), "status": row["status"], "decision": row["decision"],
+                "createdAt": iso(row["created_at"]), "decidedAt": iso(row["decided_at"])}
+
+    def poll_approval(self, device_id: str, task_id: str, approval_id: str) -> dict[str, Any]:
+        row = self._row(task_id)
+        if row["device_id"] != device_id:
+            raise _not_owned("the task is not claimed by this device")
+        self._renew(task_id)
+        return self.approval(task_id, approval_id)
+
+    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+        status = self._row(task_id)["status"]
+        current = self.approval(task_id, approval_id)
+        if current["status"] == "decided":
+            if current["decision"] == decision:
+                return
+            raise ControlPlaneError(409, "approval_already_decided", "the approval was already decided")
+        if status != "running":
+            raise ControlPlaneError(409, "task_finished", f"the task is {status}")
+        allowed = current.get("availableDecisions") or ["accept", "decline"]
+        if decision not in allowed:
+            raise ControlPlaneError(400, "invalid_decision", "decision is not one of availableDecisions")
+        self.db.conn.execute(
+            "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ?"
+            " WHERE task_id = ? AND approval_id = ? AND status = 'pending'",
+            (decision, self.db.clock(), task_id, approval_id),
+        )

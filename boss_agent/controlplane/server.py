@@ -1,0 +1,183 @@
+"""The app factory and ``ControlPlane``, the runner `up`, `devserver` and tests use.
+
+``ControlPlane`` is an async context manager: entering it opens the database, binds
+the HTTP server (port 0 picks a free port; ``url`` says which) and starts the lease
+sweeper; leaving it answers every long poll at once, ends the page's event streams,
+stops the server within ``SHUTDOWN_GRACE_S`` and closes the database. While it runs,
+``controlplane.url`` beside the database holds its URL, so `boss-agent task` can find
+it; the secret is in ``controlplane.secret`` (see ``security.py``).
+
+Its methods are synchronous and must be called on the event loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from boss_agent.controlplane import api, local, web as page
+from boss_agent.controlplane.core import Core
+from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
+from boss_agent.controlplane.security import (
+    SECRET_KEY, add_security_headers, host_is_loopback, load_or_create_secret, security_middleware,
+)
+from boss_agent.controlplane.wire import error_middleware
+
+logger = logging.getLogger(__name__)
+
+LEASE_S = 60  # four missed 15 s heartbeats: rides out a hiccup, yet a dead device's task shows soon
+SHUTDOWN_GRACE_S = 2.0  # long polls answer at once on exit; this only bounds a straggling handler
+SWEEP_MIN_S, SWEEP_MAX_S = 0.1, 5.0  # the sweeper looks for expired leases at a quarter lease, within these
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes fits comfortably
+URL_FILE = "controlplane.url"
+
+
+def build_app(core: Core, secret: str) -> web.Application:
+    app = web.Application(middlewares=[error_middleware, security_middleware], client_max_size=MAX_BODY_BYTES)
+    app[api.CORE_KEY] = core
+    app[SECRET_KEY] = secret
+    app.add_routes(api.routes)
+    app.add_routes(local.routes)
+    app.add_routes(page.routes)
+    app.on_response_prepare.append(add_security_headers)
+    return app
+
+
+class ControlPlane:
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        secret: str | None = None,
+        lease_s: float = LEASE_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.host = host
+        self.port = port
+        self.lease_s = lease_s
+        self.secret = secret or load_or_create_secret(self.db_path)
+        self.url = ""
+        self._clock = clock
+        self._core: Core | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    @property
+    def page_url(self) -> str:
+        return f"{self.url}/?token={self.secret}"
+
+    @property
+    def core(self) -> Core:
+        if self._core is None:
+            raise RuntimeError("the control plane is not running (use `async with`)")
+        return self._core
+
+    async def __aenter__(self) -> ControlPlane:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def _start(self) -> None:
+        if not host_is_loopback(self.host):
+            logger.warning("the control plane listens on a non-loopback address; only loopback Host names are served")
+        core = self._core = Core(self.db_path, self.lease_s, self._clock)
+        self._stack.callback(self._close_core)
+        runner = web.AppRunner(build_app(core, self.secret), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+        await runner.setup()
+        self._stack.push_async_callback(runner.cleanup)
+        site = web.TCPSite(runner, self.host, self.port)
+        await site.start()
+        # The sweeper's task group is exited after the runner stopped (exit order is LIFO).
+        group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        group.create_task(self._sweep_leases(core))
+        self._stack.callback(core.stop)  # first on exit: wakes long polls and the sweeper
+        port = runner.addresses[0][1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{port}"
+        self._write_url_file()
+        logger.info("control plane listening on %s", self.url)
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self._stack.aclose()
+        finally:
+            self._core = None
+
+    def _close_core(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.db_path.parent / URL_FILE).unlink()
+        if self._core is not None:
+            self._core.stop()
+            self._core.close()
+
+    def _write_url_file(self) -> None:
+        path = self.db_path.parent / URL_FILE
+        path.write_text(self.url + "\n", encoding="utf-8")
+        path.chmod(0o600)
+
+    async def _sweep_leases(self, core: Core) -> None:
+        interval = min(SWEEP_MAX_S, max(SWEEP_MIN_S, self.lease_s / 4))
+        while not core.closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await core.closing.wait()
+            if not core.closing.is_set():
+                try:
+                    core.sweep_leases()
+                except Exception:  # one failed sweep must not stop the next
+                    logger.exception("lease sweep failed")
+
+    # -- the Python API (`up`, tests) -------------------------------------------
+
+    def create_pairing_code(self, ttl_s: float = PAIRING_CODE_TTL_S) -> str:
+        return self.core.create_pairing_code(ttl_s)
+
+    def submit_task(self, prompt: str, **fields: Any) -> str:
+        return self.core.submit_task(prompt, fields)
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        return self.core.queue.task(task_id)
+
+    def tasks(self) -> list[dict[str, Any]]:
+        return self.core.queue.tasks()
+
+    def devices(self) -> list[dict[str, Any]]:
+        return self.core.devices.devices()
+
+    def cancel_task(self, task_id: str) -> str:
+        return self.core.cancel_task(task_id)
+
+    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+        self.core.decide(task_id, approval_id, decision)
+
+    def revoke_device(self, device_id: str) -> None:
+        self.core.revoke_device(device_id)
+
+
+async def serve(
+    db_path: Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    ready: Callable[[ControlPlane], None] | None = None,
+) -> None:
+    """Run a control plane until cancelled (`boss-agent devserver`); prints nothing itself.
+
+    ``ready`` is called once it listens (the CLI prints ``page_url`` there).
+    """
+    async with ControlPlane(db_path, host=host, port=port) as plane:
+        if ready is not None:
+            ready(plane)
+        await asyncio.Event().wait()
