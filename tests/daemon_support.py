@@ -14,8 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathlib import Path
+
 import httpx
 from aiohttp import web
+
+from boss_agent.config import Config, load_config
 
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 
@@ -42,6 +46,8 @@ class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.faults: list[Fault] = []
+        self.claim_injections: list[list[Any]] = []  # answered instead of the next claims
+        self.heartbeat_interval_ms: int | None = None  # rewrites the server's interval
         self.seen: list[Seen] = []
         self.changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -50,6 +56,9 @@ class FaultProxy:
 
     def fail(self, suffix: str, count: int, status: int = 500, **headers: str) -> None:
         self.faults.append(Fault(suffix, count, status, headers))
+
+    def inject_claim(self, tasks: list[Any]) -> None:
+        self.claim_injections.append(tasks)
 
     def requests(self, suffix: str, method: str = "POST") -> list[Seen]:
         return [s for s in self.seen if s.path.endswith(suffix) and s.method == method]
@@ -94,13 +103,37 @@ class FaultProxy:
                 self._record(request, raw, fault.status)
                 body = {"error": {"code": "injected", "message": "injected fault"}}
                 return web.json_response(body, status=fault.status, headers=fault.headers)
+        if request.path.endswith("/tasks/claim") and self.claim_injections:
+            self._record(request, raw, 200)
+            return web.json_response({"tasks": self.claim_injections.pop(0)})
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() not in ("host", "content-length", "transfer-encoding")}
         upstream = await self._client.request(request.method, self.upstream + request.path_qs,
                                               content=raw, headers=headers)
         self._record(request, raw, upstream.status_code)
-        return web.Response(body=upstream.content, status=upstream.status_code,
+        content = upstream.content
+        if request.path.endswith("/heartbeat") and self.heartbeat_interval_ms and upstream.is_success:
+            content = json.dumps({**upstream.json(),
+                                  "heartbeatIntervalMs": self.heartbeat_interval_ms}).encode()
+        return web.Response(body=content, status=upstream.status_code,
                             content_type="application/json")
+
+
+def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
+    """A config that reads no user file and no BOSS_* environment."""
+    settings = {"server.url": server_url, "state_dir": str(tmp_path / "state"),
+                "workspaces": [str(tmp_path)], "grace_period_s": 0}
+    settings.update({k.replace("__", "."): v for k, v in overrides.items()})
+    return load_config(None, overrides=settings,
+                       environ={})
+
+
+async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:
+    """Await ``predicate()`` becoming true, re-checking each time ``changed`` fires."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            changed.clear()
+            await changed.wait()
 
 
 class StubRunner:

@@ -30,8 +30,8 @@ class SpoolFlusher:
         self.spool = spool
         self.on_unauthorized = on_unauthorized
         self.delivered: list[str] = []  # task ids, in delivery order (status and tests)
+        self.changed = asyncio.Event()  # set after every delivery (status and tests wait on it)
         self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
 
     def wake(self) -> None:
         self._wake.set()
@@ -63,4 +63,5 @@ class SpoolFlusher:
                 logger.info("result of task %s delivered", task_id)
                 self.delivered.append(task_id)
             self.spool.remove(task_id)
+            self.changed.set()
         return len(self.spool) == 0

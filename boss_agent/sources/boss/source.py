@@ -52,6 +52,7 @@ class BossSource:
         self.system = system
         self.authorized = asyncio.Event()
         self.authorized.set()
+        self.revoked = asyncio.Event()  # the complement of ``authorized``, for waiters
         self.draining = False
         self.flusher = SpoolFlusher(lambda: self.api, self.spool, self.mark_unauthorized)
         self.approvals = RemoteApprovals(self.api, approval_timeout_s)
@@ -79,6 +80,7 @@ class BossSource:
             logger.error("the server rejected the device token (revoked?); run `boss-agent pair` "
                          "again. Claiming stopped; results stay spooled.")
         self.authorized.clear()
+        self.revoked.set()
 
     def state(self) -> str:
         if self.draining:
@@ -151,6 +153,7 @@ class BossSource:
             old, self.api = self.api, self._new_api(identity)
             self.runs.api = self.approvals.api = self.api
             await old.__aexit__(None, None, None)
+            self.revoked.clear()
             self.authorized.set()
 
     async def on_resume(self, _drift_s: float) -> None:
