@@ -25,8 +25,9 @@ that meets them, and chained with ``raise ... from exc``.
     │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
     ├── GatewayError                Redis Streams gateway
     │   └── DuplicateWorker         another process holds this worker id's lease
-    └── ControlPlaneError           the embedded control plane refuses a request
-                                    (``status``, ``code``: the HTTP error it answers)
+    ├── ControlPlaneError           the embedded control plane refuses a request
+    │                               (``status``, ``code``: the HTTP error it answers)
+    └── ServiceError                `service install/uninstall`: systemctl/launchctl failed
 
 ``TaskFailed.code`` is the snake_case error code the device API reports in
 ``complete.error.code``; its message is always sanitized before it leaves the device.
@@ -181,3 +182,7 @@ class ControlPlaneError(BossAgentError):
         self.code = code
         self.message = message
         super().__init__(f"{code}: {message}")
+
+
+class ServiceError(BossAgentError):
+    """Installing or removing the system service failed (a file or a manager command)."""

@@ -1,0 +1,145 @@
+"""The small state file the running daemon keeps current: ``state_dir/state.json``.
+
+``boss-agent status`` reads it without talking to the daemon. The daemon rewrites
+it whenever something a user would ask about changes (a heartbeat, a task starting
+or ending, a report spooled). It is written atomically (a temp file in the same
+directory, then ``rename``) with mode 0600, so a reader never sees half a file.
+
+Redaction lives in the type: only the keys in ``STATE_KEYS`` may be written, and
+every string passes through the sanitizer's ``mask_secrets`` (a server URL with
+credentials in it is masked), so no token can land here by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from boss_agent.errors import StateError
+from boss_agent.lifecycle import lock_holder
+from boss_agent.progress.sanitize import mask_secrets
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "state.json"
+
+# key -> meaning. Times are ISO 8601 UTC strings ("2026-11-30T03:48:17Z").
+STATE_KEYS: Mapping[str, str] = {
+    "pid": "the daemon's process id",
+    "started_at": "when the daemon started",
+    "updated_at": "when this file was last written (set by write_state)",
+    "paired": "true when a device token is stored",
+    "unpaired": "true when the server revoked the token (401) and the daemon stopped using it",
+    "server_url": "the Boss control plane base URL",
+    "device_id": "this device's id",
+    "codex_version": "codex --version",
+    "codex_transport": "stdio, ws or unix",
+    "discovered_at": "when capability discovery last succeeded",
+    "running_task_ids": "ids of the tasks running now (a list)",
+    "spooled_reports": "completion reports waiting in the spool (a count)",
+    "last_heartbeat_at": "when the last heartbeat was sent",
+    "last_heartbeat_result": "ok, or a short sanitized error",
+    "state": "starting, running, stopping",
+}
+# Times shown by `status` as ages in seconds, under these names.
+_AGES = {
+    "started_at": "uptime_s",
+    "updated_at": "updated_age_s",
+    "discovered_at": "discovery_age_s",
+    "last_heartbeat_at": "last_heartbeat_age_s",
+}
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise ValueError(f"state values are str, number, bool, list or None, not {type(value).__name__}")
+
+
+def write_state(state_dir: Path, state: Mapping[str, Any]) -> dict[str, Any]:
+    """Atomically replace ``state_dir/state.json``; returns what was written.
+
+    ``pid`` defaults to ours and ``updated_at`` is always now. An unknown key is a
+    programming error (ValueError): the allow-list is what keeps secrets out.
+    """
+    unknown = sorted(set(state) - set(STATE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown state key {unknown[0]!r}")
+    data = {"pid": os.getpid(), **{k: _clean(v) for k, v in state.items()}, "updated_at": utc_now()}
+    directory = Path(state_dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # mkstemp creates the file 0600, so the state is never readable by others.
+        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2, sort_keys=True)
+                handle.write("\n")
+            os.replace(tmp, directory / STATE_FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise StateError(f"cannot write {directory / STATE_FILE}: {exc.strerror}") from exc
+    return data
+
+
+def read_state(state_dir: Path) -> dict[str, Any] | None:
+    """The last written state, or None when there is none (or it is unreadable)."""
+    path = Path(state_dir) / STATE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        logger.warning("ignoring an unreadable state file: %s", exc.__class__.__name__)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def daemon_running(state_dir: Path) -> int | None:
+    """The running daemon's pid: its lock is held AND that pid is alive; else None."""
+    return lock_holder(Path(state_dir))
+
+
+def _age_s(stamp: Any, now: datetime) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return max(0.0, (now - then).total_seconds())
+
+
+def status_snapshot(state_dir: Path, now: datetime | None = None) -> dict[str, Any]:
+    """What ``boss-agent status`` shows: the state file plus liveness and ages.
+
+    ``running`` / ``daemon_pid`` come from the lock, not from the file, so a daemon
+    that crashed is reported as not running even though its last state remains.
+    """
+    now = now or datetime.now(UTC)
+    state = read_state(state_dir) or {}
+    pid = daemon_running(state_dir)
+    snapshot = {k: state.get(k) for k in STATE_KEYS if k != "pid"}
+    snapshot.update(running=pid is not None, daemon_pid=pid, state_file=state != {})
+    for key, name in _AGES.items():
+        snapshot[name] = _age_s(state.get(key), now)
+    if pid is None:
+        snapshot["running_task_ids"] = []  # a dead daemon runs nothing
+        snapshot["state"] = "stopped"
+    return snapshot
