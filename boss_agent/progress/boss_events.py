@@ -1,0 +1,109 @@
+"""The runner's own lifecycle events (``boss/*``) onto the card.
+
+The runner knows things codex does not say: the task's status, which backend ran it,
+the Boss approval ids, git facts after the turn, artifacts, sandbox caps. It feeds them
+through the same reducer so the card has one writer and one shape (API_CARD.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from boss_agent.progress import approvals
+from boss_agent.progress.card import TERMINAL, Branch, Card, Reasoning, Step
+from boss_agent.progress.items import add_artifact, close_open_items
+from boss_agent.progress.notifications import add_warning
+
+STATUSES = frozenset({"queued", "running", "waitingApproval", "waitingInput", "completed",
+                      "failed", "cancelled"})
+BACKENDS = frozenset({"app_server", "exec", "cua"})
+GITHUB_CLI = frozenset({"available", "unauthenticated", "missing"})
+MAX_GIT_OPERATIONS = 20  # "commit", "push", … labels; a long list is not a summary
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def set_branch(card: Card, **changes: Any) -> Card:
+    old = card.branch or Branch()
+    values = {name: getattr(old, name) for name in old.__slots__}
+    values.update(changes)
+    return card.evolve(branch=Branch(**values))
+
+
+def _status(card: Card, params: Mapping[str, Any]) -> Card:
+    status = params.get("status")
+    if status not in STATUSES:
+        return card
+    at = params.get("at") if isinstance(params.get("at"), str) else card.updatedAt
+    changes: dict[str, Any] = {"status": status, "updatedAt": at}
+    if status == "running" and not card.startedAt:
+        changes["startedAt"] = at
+    if status in TERMINAL:
+        changes["completedAt"] = at
+    return card.evolve(**changes)
+
+
+def _finished(card: Card, params: Mapping[str, Any]) -> Card:
+    """The task is over: nothing stays in progress or pending on the card."""
+    status = params.get("status") if params.get("status") in TERMINAL else "completed"
+    card = close_open_items(card, "completed" if status == "completed" else "interrupted")
+    step_end = "completed" if status == "completed" else "failed"
+    steps = tuple(Step(s.title, step_end) if s.status == "inProgress" else s for s in card.steps)
+    card = approvals.close_pending(card.evolve(steps=steps))
+    if card.reasoningSummary is not None and card.reasoningSummary.status != "completed":
+        card = card.evolve(reasoningSummary=Reasoning(card.reasoningSummary.text, "completed"))
+    return _status(card, {"status": status, "at": params.get("at")})
+
+
+def _backend(card: Card, params: Mapping[str, Any]) -> Card:
+    backend = params.get("backend")
+    return card.evolve(backend=backend) if backend in BACKENDS else card
+
+
+def _branch(card: Card, params: Mapping[str, Any]) -> Card:
+    """Git facts measured after the turn: they replace the diff-based counts."""
+    old = card.branch or Branch()
+    ops = params.get("gitOperations")
+    ops = tuple(str(o) for o in ops[:MAX_GIT_OPERATIONS]) if isinstance(ops, list) else old.gitOperations
+    gh = params.get("githubCli")
+    name = params.get("name")
+    return set_branch(
+        card, name=name if isinstance(name, str) else old.name,
+        changedFiles=_int(params.get("changedFiles"), old.changedFiles),
+        insertions=_int(params.get("insertions"), old.insertions),
+        deletions=_int(params.get("deletions"), old.deletions),
+        gitOperations=ops, githubCli=gh if gh in GITHUB_CLI else old.githubCli)
+
+
+def _artifacts(card: Card, params: Mapping[str, Any]) -> Card:
+    for entry in params.get("artifacts") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            kind = entry.get("kind") if entry.get("kind") in (
+                "image", "apk", "document", "archive", "file") else None
+            card = add_artifact(card, entry["name"], kind)
+    return card
+
+
+def _warning(card: Card, params: Mapping[str, Any]) -> Card:
+    return add_warning(card, str(params.get("kind") or "warning"), params.get("message"))
+
+
+_BOSS = {
+    "boss/status": _status,
+    "boss/backend": _backend,
+    "boss/approval": approvals.on_boss_approval,
+    "boss/warning": _warning,
+    "boss/branch": _branch,
+    "boss/artifacts": _artifacts,
+    "boss/finished": _finished,
+}
+
+
+def reduce_boss(card: Card, method: str, params: Mapping[str, Any]) -> Card:
+    handler = _BOSS.get(method)
+    if handler is None:
+        return card.evolve(ignored_count=card.ignored_count + 1)
+    return handler(card, params)

@@ -1,0 +1,312 @@
+"""The execution progress card: its allow-listed fields and its one serializer.
+
+A ``Card`` is immutable. It holds only the fields execution-progress.md names (plus a
+few private bookkeeping values the reducer needs: the workdir, hashed correlation keys,
+the count of ignored methods). Correlation keys are ``hash()``es of codex ids, so no
+thread, turn, item or request id is ever stored, let alone serialized.
+
+``to_dict`` and ``__repr__`` are the only ways out, and both pass every string through
+``sanitize_text`` on the way: a secret that slipped into an allowed field (a plan step,
+a warning, the agent's answer) is masked, and absolute paths become workdir-relative.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from boss_agent.progress.sanitize import sanitize_text, strip_envelopes
+
+CARD_VERSION = 1
+ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
+FIELD_CHARS = 300  # any other string on the card is a label or a one-line summary
+REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+def key_of(value: object) -> int | None:
+    """An opaque correlation key for a codex id: the id itself never enters the card."""
+    if value is None or isinstance(value, bool):
+        return None
+    return hash(("boss-card", str(value)))
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    title: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStatus:
+    state: str
+    waitingOnApproval: bool = False  # noqa: N815 - wire names, serialized as they are
+    waitingOnUserInput: bool = False  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Realtime:
+    state: str
+    transcriptPreview: str = ""  # noqa: N815
+    transcriptChunks: int = 0  # noqa: N815
+    audioChunks: int = 0  # noqa: N815
+    closeReason: str | None = None  # noqa: N815
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    text: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    model: str | None
+    provider: str | None
+    approvalPolicy: str | None  # noqa: N815
+    sandbox: str | None
+    collaborationMode: str | None  # noqa: N815
+    reasoningEffort: str | None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    count: int
+    lastAt: str | int | None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Collaboration:
+    key: int | None
+    tool: str
+    status: str
+    targetKind: str  # noqa: N815
+    agentStatus: str | None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class ToolActivity:
+    key: int | None
+    kind: str
+    name: str
+    status: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    text: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    planType: str | None = None  # noqa: N815
+    rateLimited: bool = False  # noqa: N815
+    primaryUsedPercent: float | None = None  # noqa: N815
+    resetsAt: str | None = None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    status: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    from_: str
+    to: str
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    inputTokens: int = 0  # noqa: N815
+    cachedInputTokens: int = 0  # noqa: N815
+    outputTokens: int = 0  # noqa: N815
+    reasoningOutputTokens: int = 0  # noqa: N815
+    totalTokens: int = 0  # noqa: N815
+    contextWindow: int | None = None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    name: str
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Warning_:
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    id: str
+    kind: str
+    status: str
+    risk: str
+    summary: str
+    request_key: int | None = None
+    item_key: int | None = None
+    resolved: bool = False  # codex said the request is settled; the decision may come later
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    path: str
+    change: str
+    item_key: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    name: str | None = None
+    changedFiles: int = 0  # noqa: N815
+    insertions: int = 0
+    deletions: int = 0
+    gitOperations: tuple[str, ...] = ()  # noqa: N815
+    githubCli: str | None = None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundAgent:
+    key: int | None
+    name: str
+    status: str
+    source: str
+
+
+# Record fields that are bookkeeping, never part of the wire shape.
+_PRIVATE = frozenset({"key", "request_key", "item_key", "resolved"})
+_RENAMED = {"from_": "from"}
+
+
+@dataclass(frozen=True)
+class Card:
+    """One task's progress card. Build with ``new_card``, evolve with the reducer."""
+
+    status: str = "queued"
+    backend: str = "app_server"
+    startedAt: str | int | None = None  # noqa: N815 - ISO, or emittedAtMs until serialized
+    updatedAt: str | int | None = None  # noqa: N815
+    completedAt: str | int | None = None  # noqa: N815
+    steps: tuple[Step, ...] = ()
+    threadStatus: ThreadStatus | None = None  # noqa: N815
+    realtime: Realtime | None = None
+    threadGoal: Goal | None = None  # noqa: N815
+    threadSettings: Settings | None = None  # noqa: N815
+    compaction: Compaction | None = None
+    threadCollaboration: tuple[Collaboration, ...] = ()  # noqa: N815
+    toolActivities: tuple[ToolActivity, ...] = ()  # noqa: N815
+    reasoningSummary: Reasoning | None = None  # noqa: N815
+    accountStatus: Account | None = None  # noqa: N815
+    modelVerification: Verification | None = None  # noqa: N815
+    modelRoute: Route | None = None  # noqa: N815
+    tokenUsage: TokenUsage | None = None  # noqa: N815
+    mcpServers: tuple[McpServer, ...] = ()  # noqa: N815
+    remoteControl: str | None = None  # noqa: N815
+    warnings: tuple[Warning_, ...] = ()
+    approvals: tuple[Approval, ...] = ()
+    fileChanges: tuple[FileChange, ...] = ()  # noqa: N815
+    branch: Branch | None = None
+    artifacts: tuple[Artifact, ...] = ()
+    backgroundAgents: tuple[BackgroundAgent, ...] = ()  # noqa: N815
+    # ---- private: never serialized
+    answer: str = field(default="", repr=False)  # the agent message being streamed
+    final_text: str | None = field(default=None, repr=False)  # the last completed answer
+    workdir: str | None = field(default=None, repr=False)
+    ignored_count: int = field(default=0, repr=False)  # methods this reducer does not know
+    unknown_methods: tuple[str, ...] = field(default=(), repr=False)
+    open_items: tuple[tuple[int, str], ...] = field(default=(), repr=False)  # (key, type)
+    turn_key: int | None = field(default=None, repr=False)
+    diff_base: tuple[int, int, int] = field(default=(0, 0, 0), repr=False)  # earlier turns
+    compacted_turns: frozenset[int] = field(default=frozenset(), repr=False)
+
+    def evolve(self, **changes: Any) -> Card:
+        """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
+        new = object.__new__(Card)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``executionProgress`` JSON object, every string sanitized."""
+        out: dict[str, Any] = {"version": CARD_VERSION}
+        for f in fields(self):
+            if f.repr:
+                out[f.name] = _plain(getattr(self, f.name), self.workdir)
+        if self.threadGoal is not None:
+            goal = out["threadGoal"]
+            goal["text"] = sanitize_text(self.threadGoal.text, workdir=self.workdir)
+        for name in ("startedAt", "updatedAt", "completedAt"):
+            out[name] = iso(getattr(self, name))
+        if self.compaction is not None:
+            out["compaction"]["lastAt"] = iso(self.compaction.lastAt)
+        out["remoteControl"] = None if self.remoteControl is None else {"status": out["remoteControl"]}
+        out["answerPreview"] = answer_preview(self)
+        if self.reasoningSummary is not None:
+            out["reasoningSummary"]["text"] = sanitize_text(
+                self.reasoningSummary.text, workdir=self.workdir, limit=REASONING_CHARS)
+        return out
+
+    def __repr__(self) -> str:
+        return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+def iso(value: Any) -> str | None:
+    """Timestamps are kept as codex's ``emittedAtMs`` (cheap) and rendered here."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000, UTC).isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z")
+    return sanitize_text(value, limit=40) if isinstance(value, str) else None
+
+
+def _plain(value: Any, workdir: str | None) -> Any:
+    """Records to dicts, tuples to lists, every string through the sanitizer."""
+    if isinstance(value, str):
+        return sanitize_text(value, workdir=workdir, limit=FIELD_CHARS)
+    if isinstance(value, tuple):
+        return [_plain(v, workdir) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return {_RENAMED.get(name, name): _plain(getattr(value, name), workdir)
+            for name in value.__slots__ if name not in _PRIVATE}
+
+
+def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
+    """The agent's answer without Codex envelopes, sanitized (masking before the cut)."""
+    return sanitize_text(strip_envelopes(text).strip(), workdir=workdir, limit=limit, tail=True)
+
+
+def answer_preview(card: Card) -> str | None:
+    text = card.answer or card.final_text
+    if not text:
+        return None
+    return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None
+
+
+def final_answer(card: Card) -> str | None:
+    """The full last agent message (sanitized, envelopes stripped), for ``resultText``."""
+    text = card.final_text or card.answer
+    if not text:
+        return None
+    return clean_answer(text, workdir=card.workdir, limit=None) or None
+
+
+def new_card(*, backend: str = "app_server", workdir: str | None = None,
+             now: str | None = None) -> Card:
+    """A queued card. ``workdir`` is remembered (never serialized) to relativize paths."""
+    return Card(backend=backend, workdir=str(workdir) if workdir else None, updatedAt=now)
