@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import STATE_FILE, Daemon
+from boss_agent.daemon import Daemon
+from boss_agent.statefile import STATE_FILE
 from boss_agent.errors import BossApiError
 from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
@@ -44,7 +45,8 @@ async def paired(tmp_path: Path, plane: tuple[ControlPlane, FaultProxy]) -> Any:
 
 @contextlib.asynccontextmanager
 async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daemon]:
-    daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS, **kwargs)
+    daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS,
+                    handle_signals=False, **kwargs)
     ready = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
         job = tg.create_task(daemon.run(ready))
@@ -101,7 +103,7 @@ async def test_a_claimed_task_streams_progress_and_completes_with_its_result(pai
         assert beat["system"]["cpuCount"] >= 1
         await spool_empty(daemon)
     state = json.loads((config.state_dir / STATE_FILE).read_text())
-    assert state["paired"] is True and state["deviceId"] == identity.device_id
+    assert state["paired"] is True and state["device_id"] == identity.device_id
     assert identity.token not in (config.state_dir / STATE_FILE).read_text()
 
 
@@ -190,7 +192,7 @@ async def test_a_revoked_token_stops_claiming_and_shows_unpaired_without_crashin
         await asyncio.wait_for(daemon.source.revoked.wait(), WAIT_S)
         daemon.write_state()
         state = json.loads((config.state_dir / STATE_FILE).read_text())
-        assert state["paired"] is False
+        assert state["paired"] is False and state["unpaired"] is True
         unauthorized_calls = len(proxy.seen)
     # Stopping is clean; nothing kept hammering the server with the dead token.
     assert len(proxy.seen) <= unauthorized_calls + 2
