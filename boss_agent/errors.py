@@ -24,7 +24,8 @@ that meets them, and chained with ``raise ... from exc``.
     │   ├── TaskGone                404/409 on a task: it was taken away
     │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
     ├── GatewayError                Redis Streams gateway
-    │   └── DuplicateWorker         another process holds this worker id's lease
+    │   ├── DuplicateWorker         another process holds this worker id's lease
+    │   └── BadCommand              a stream entry that is not a valid command (poison)
     ├── ControlPlaneError           the embedded control plane refuses a request
     │                               (``status``, ``code``: the HTTP error it answers)
     └── ServiceError                `service install/uninstall`: systemctl/launchctl failed
@@ -186,3 +187,15 @@ class ControlPlaneError(BossAgentError):
 
 class ServiceError(BossAgentError):
     """Installing or removing the system service failed (a file or a manager command)."""
+
+
+class BadCommand(GatewayError):
+    """A gateway stream entry is not a valid command; it is acked as failed, never retried.
+
+    ``header`` is the command's header when it was valid (so the failure can be
+    reported on the session's stream), else None.
+    """
+
+    def __init__(self, message: str, header: object = None) -> None:
+        self.header = header
+        super().__init__(message)

@@ -1,0 +1,280 @@
+"""One ASK_AGENT from its stream entry to its terminal record: claim, run, report, ack.
+
+Ordering at the end of a task is deliberate: the terminal record first (a consumer
+that sees ``appStreamResponse`` and reads the record finds the outcome), then the
+closing events, then the caller's RESUME, then XACK. A crash before the ack leaves
+the entry pending; whoever reclaims it finds the terminal record and only acks (a
+crash exactly between record and events would leave that stream unterminated; the
+record still says how the task ended). Once the report has started, a shutdown lets
+it finish (bounded) instead of reporting the task twice.
+
+Idempotency of a reclaimed task (the rule this module enforces): a task whose
+record says it was already started (RUNNING, WAITING_USER or CANCELLING) by a worker
+that is gone, or by an earlier process with our own worker id, is never run again.
+It is reported FAILED with error ``agent_restarted``: a Codex turn may already have
+edited files or run commands, so a second run could repeat side effects the user
+never asked twice for. Only a task that never started (no record, or QUEUED) runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.sources.gateway import wire
+from boss_agent.sources.gateway.registry import TERMINAL, ExecutionRecords, with_status, worker_online
+from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.sink import GatewaySink, Publisher
+from boss_agent.tasks import Task, TaskResult, TaskRunner
+
+logger = logging.getLogger(__name__)
+
+CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
+SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
+_WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    stream: str
+    entry_id: str
+
+
+@dataclass
+class Shared:
+    """What every execution of one gateway needs."""
+
+    redis: aioredis.Redis
+    records: ExecutionRecords
+    policy: RetryPolicy
+    worker_id: str
+    group: str
+    runner: TaskRunner
+    slots: asyncio.Semaphore
+    default_agent_type: str
+    stats: Counter[str] = field(default_factory=Counter)
+
+    async def ack(self, entry: Entry) -> None:
+        await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)
+
+    def context(self, header: wire.Header) -> wire.EventContext:
+        return wire.EventContext(
+            session_id=header.session_id, trace_id=header.trace_id,
+            agent_type=header.target_agent_type or self.default_agent_type,
+            message_id=header.message_id, parent_message_id=header.parent_message_id)
+
+
+class Reporter:
+    """Ends one task on the wire: closing events, terminal record, caller reply, ack."""
+
+    def __init__(self, shared: Shared, header: wire.Header, entry: Entry | None) -> None:
+        self.shared = shared
+        self.header = header
+        self.entry = entry
+        self.publisher = Publisher(shared.redis, shared.context(header), shared.policy,
+                                   sub_agent=bool(header.source_agent_type))
+        self.acked = entry is None
+
+    async def ack(self) -> None:
+        if not self.acked and self.entry is not None:
+            await self.shared.ack(self.entry)
+            self.acked = True
+
+    async def set_status(self, status: str, **fields: Any) -> dict[str, Any] | None:
+        header, worker_id = self.header, self.shared.worker_id
+
+        def mutate(record: dict[str, Any] | None) -> dict[str, Any]:
+            record = record or {
+                "execution_id": "", "message_id": header.message_id,
+                "session_id": header.session_id, "trace_id": header.trace_id,
+                "parent_message_id": header.parent_message_id,
+                "source_agent_type": header.source_agent_type or "client",
+                "target_agent_type": header.target_agent_type,
+                "cancel_requested": False, "cancel_reason": ""}
+            return with_status(record, status, worker_id=worker_id, **fields)
+
+        return await self.shared.policy.call(
+            "record", self.shared.records.update, header.session_id, header.message_id, mutate)
+
+    async def finish(self, status: str, *, text: str = "", code: str = "", message: str = "",
+                     reason: str = "") -> None:
+        ctx = self.publisher.ctx
+        events = []
+        if text:
+            events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT))
+        if status != "COMPLETED":
+            detail = sanitize_text(_detail(status, code, message, reason))
+            events.append(wire.state_event(ctx, status.lower(), state_msg=detail,
+                                           metadata={"errorCode": code} if code else None))
+        events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT))
+        error = {"code": code, "message": sanitize_text(message or code)} if code else None
+        await self.set_status(status, error=error, **({"cancel_reason": reason} if reason else {}))
+        await self.publisher.write(*events)
+        await self._reply_to_caller(status, text, code, message, reason)
+        await self.ack()
+        self.shared.stats[status.lower()] += 1
+
+    async def _reply_to_caller(self, status: str, text: str, code: str, message: str,
+                               reason: str) -> None:
+        if not self.header.source_agent_type:
+            return
+        reply: Any = None
+        if status == "FAILED":
+            reply = {"error": sanitize_text(message or code)}
+        elif status == "CANCELLED":
+            reply = {"reason": sanitize_text(reason or "cancelled")}
+        stream, fields = wire.reply_to_caller(self.header, self.publisher.ctx.agent_type,
+                                              status, text, reply)
+        await self.shared.policy.call("caller reply", self.shared.redis.xadd, stream, fields)
+
+
+def _detail(status: str, code: str, message: str, reason: str) -> str:
+    """The one-line why of a task that did not complete (the event's ``state_msg``)."""
+    if status == "CANCELLED":
+        return reason or message or "cancelled"
+    if code and message:
+        return f"{code}: {message}"
+    return code or message or status.lower()
+
+
+class Execution:
+    """A task this worker runs: owns the runner call, the sink and one concurrency slot."""
+
+    def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry) -> None:
+        self.shared = shared
+        self.ask = ask
+        self.task = task
+        self.reporter = Reporter(shared, ask.header, entry)
+        self.cancel = asyncio.Event()
+        self.cancel_reason = ""
+        self._force = asyncio.Event()
+        self._forced = False
+        self.holding_slot = True  # the caller acquired it for us
+        self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
+                                workdir=task.workdir)
+
+    @property
+    def message_id(self) -> str:
+        return self.ask.header.message_id
+
+    def request_cancel(self, reason: str, force: bool) -> None:
+        self.cancel_reason = self.cancel_reason or reason or "cancelled"
+        self.cancel.set()
+        if force:
+            self._force.set()
+
+    async def run(self) -> None:
+        report: asyncio.Future[None] | None = None
+        try:
+            entry = self.reporter.entry
+            await self.reporter.set_status(
+                "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
+                caller_agent_type=self.ask.header.source_agent_type)
+            result = await self._run_runner_with_pump()
+            report = asyncio.ensure_future(self._report(result))
+            await asyncio.shield(report)
+        except asyncio.CancelledError:
+            await self._report_on_shutdown(report)
+            raise
+        finally:
+            self._release_slot()
+
+    async def _report_on_shutdown(self, report: asyncio.Future[None] | None) -> None:
+        """Shutdown: finish the report under way, or say the turn was interrupted."""
+        try:
+            async with asyncio.timeout(SHUTDOWN_REPORT_S):
+                if report is not None:
+                    await report
+                else:
+                    await self.reporter.finish("CANCELLED", reason="worker_shutdown")
+        except (TimeoutError, Exception):
+            logger.warning("could not report a task stopped by shutdown")
+
+    async def _run_runner_with_pump(self) -> TaskResult:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.sink.pump())
+            runner = tg.create_task(self._call_runner())
+            guard = tg.create_task(self._force_after_grace(runner))
+            try:
+                result = await runner
+            finally:
+                guard.cancel()
+                self.sink.close()
+        return result
+
+    async def _call_runner(self) -> TaskResult:
+        try:
+            return await self.shared.runner.run(self.task, self.sink, self.cancel)
+        except asyncio.CancelledError:
+            if not self._forced:
+                raise
+            asyncio.current_task().uncancel()  # our own force-cancel, not a shutdown
+            return TaskResult("cancelled", error_code="cancel_forced",
+                              error_message="the runner did not stop within the grace period")
+        except Exception as exc:  # the runner's contract is to never raise; guard anyway
+            logger.exception("runner raised for a gateway task")
+            return TaskResult("failed", error_code="internal_error",
+                              error_message=sanitize_text(type(exc).__name__))
+
+    async def _force_after_grace(self, runner: asyncio.Task[TaskResult]) -> None:
+        await self.cancel.wait()
+        try:
+            async with asyncio.timeout(CANCEL_GRACE_S):
+                await self._force.wait()
+        except TimeoutError:
+            pass
+        if not runner.done():
+            self._forced = True
+            runner.cancel()
+
+    async def _report(self, result: TaskResult) -> None:
+        await self.sink.flush()
+        status = _WIRE_STATUS.get(result.status, "FAILED")
+        text = sanitize_text(result.result_text, workdir=self.task.workdir, limit=None) \
+            if result.result_text else ""
+        await self.reporter.finish(status, text=text, code=result.error_code or "",
+                                   message=result.error_message or "",
+                                   reason=self.cancel_reason if status == "CANCELLED" else "")
+
+    async def _suspend(self) -> None:
+        await self.reporter.set_status("WAITING_USER")
+        await self.reporter.ack()  # suspended: the entry is done, the RESUME carries on
+        self._release_slot()
+
+    async def _resume(self, cancelled: bool) -> None:
+        if cancelled:
+            return  # the runner is about to stop; it needs no slot for that
+        await self.shared.slots.acquire()
+        self.holding_slot = True
+        await self.reporter.set_status("RUNNING")
+
+    def _release_slot(self) -> None:
+        if self.holding_slot:
+            self.holding_slot = False
+            self.shared.slots.release()
+
+
+async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict | None]:
+    """What to do with an ASK before running it: ``run``, ``skip``, ``orphaned``, ``cancelled``.
+
+    ``local`` is True when this process already runs a task with that message id. A
+    record carries ``worker_id`` only once a worker started the task (the client's
+    QUEUED record has none), so "started" means "has an owner".
+    """
+    record = await shared.policy.call("record read", shared.records.get, header.session_id,
+                                      header.message_id)
+    record = record or {}
+    owner = str(record.get("worker_id") or "")
+    if record.get("status") in TERMINAL or local:
+        return "skip", record
+    if not owner:
+        return ("cancelled" if record.get("cancel_requested") else "run"), record
+    if owner != shared.worker_id and await worker_online(shared.redis, owner):
+        return "skip", record  # a duplicate delivery of a task a live worker runs
+    return ("cancelled" if record.get("cancel_requested") else "orphaned"), record

@@ -1,0 +1,310 @@
+"""The gateway worker: reads commands from Redis Streams and runs them as tasks.
+
+One ``Gateway`` owns one task group with five loops — lease heartbeat, agent-type
+reader, worker-stream (control) reader, reclaimer, and the one-off recovery of its
+own pending entries — plus one child task per running task. ``run`` returns only by
+cancellation or a fatal error (the lease was lost, a non-retryable Redis error);
+Redis outages are retried with the policy object and never end it.
+
+Concurrency: ``max_concurrent`` slots bound the tasks that are *running*. The
+agent-type reader takes a slot before it reads, so a busy worker leaves work in the
+stream for its peers. A task suspended on an approval gives its slot back (and has
+acked its entry): otherwise a worker whose slots all wait for users could never
+read the RESUMEs that would free them.
+
+Reclaiming (``XPENDING`` + ``XCLAIM``, not a bare ``XAUTOCLAIM``): an entry stays
+pending while its task runs, for minutes, so idle time alone cannot tell a dead
+worker from a busy one. Only entries of consumers whose lease is gone, idle for
+longer than a lease TTL, are claimed; XCLAIM's min-idle check makes two reclaimers
+race safely. What happens to a reclaimed task is decided in ``execution.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+from boss_agent.config import Config
+from boss_agent.errors import BadCommand, ConfigError, DuplicateWorker, GatewayError, TaskRejected
+from boss_agent.sources.gateway import keys, wire
+from boss_agent.sources.gateway.execution import Entry, Execution, Reporter, Shared, classify_start
+from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
+from boss_agent.sources.gateway.resume import route_cancel, route_resume
+from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.timing import GatewayTiming
+from boss_agent.tasks import TaskRunner
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 5.0  # a Redis that does not accept a connection in 5 s is down
+SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus slack is a hang
+CONTROL_BATCH = 16  # control commands are small and quick; read several at once
+RECOVER_BATCH = 100  # own pending entries read per round at start
+RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stopping daemon
+
+
+class Gateway:
+    """A by-framework gateway worker for boss-agent tasks."""
+
+    def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
+                 redis_url: str | None = None, max_concurrent: int,
+                 timing: GatewayTiming | None = None, retry: RetryPolicy | None = None) -> None:
+        if not keys.valid_id(worker_id):
+            raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
+        agent_types = tuple(config.gateway.agent_types)
+        if not agent_types or not all(keys.valid_id(t) for t in agent_types):
+            raise ConfigError("gateway.agent_types: ids of letters, digits, '_', '.', '-'")
+        if max_concurrent < 1:
+            raise ConfigError("max_concurrent must be at least 1")
+        self.worker_id = worker_id
+        self.agent_types = agent_types
+        self.max_concurrent = max_concurrent
+        self.timing = timing or GatewayTiming()
+        self.group = config.gateway.consumer_group
+        self.redis = aioredis.Redis.from_url(
+            redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+            socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
+        self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
+                             worker_id, self.group, runner, asyncio.Semaphore(max_concurrent),
+                             agent_types[0])
+        self.executions: dict[str, Execution] = {}
+        self._starting: set[str] = set()
+        self._early_cancels: dict[str, tuple[str, bool]] = {}
+        self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
+        self._control_stream = keys.worker_stream(worker_id)
+        self._tg: asyncio.TaskGroup | None = None
+        self._ready = False
+        self._connected = False
+        self._fatal: BaseException | None = None
+
+    # --- public -----------------------------------------------------------------------
+    @property
+    def status(self) -> dict[str, Any]:
+        suspended = sum(1 for e in self.executions.values() if e.sink.suspended)
+        return {
+            "worker_id": self.worker_id, "agent_types": list(self.agent_types),
+            "ready": self._ready, "connected": self._connected,
+            "max_concurrent": self.max_concurrent,
+            "running": len(self.executions) - suspended, "suspended": suspended,
+            "counts": dict(self.shared.stats),
+        }
+
+    async def run(self, ready: asyncio.Event | None = None) -> None:
+        """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
+        presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
+                                  self.timing.lease_ttl_s)
+        try:
+            await self.shared.policy.call("lease", presence.acquire)
+            await self.shared.policy.call("groups", self._ensure_groups)
+            self._connected = True
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                tg.create_task(self._heartbeat_loop(presence))
+                tg.create_task(self._recover_own_pending())
+                tg.create_task(self._task_loop())
+                tg.create_task(self._control_loop())
+                tg.create_task(self._reclaim_loop())
+                self._ready = True
+                logger.info("gateway worker %s serving %s", self.worker_id, ", ".join(self.agent_types))
+                if ready is not None:
+                    ready.set()
+        except BaseExceptionGroup as group:
+            if self._fatal is not None:
+                raise self._fatal from None
+            raise GatewayError("a gateway loop failed") from group
+        finally:
+            self._ready = False
+            await self._release(presence)
+
+    # --- start and stop ---------------------------------------------------------------
+    async def _ensure_groups(self) -> None:
+        for stream in (*self._agent_streams, self._control_stream):
+            try:
+                await self.redis.xgroup_create(stream, self.group, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    async def _release(self, presence: WorkerPresence) -> None:
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT_S):
+                await presence.release()
+        except Exception as exc:  # Redis down at exit: the lease simply expires
+            logger.warning("could not release the worker lease (%s)", type(exc).__name__)
+        await self.redis.aclose()
+
+    async def _heartbeat_loop(self, presence: WorkerPresence) -> None:
+        while True:
+            await asyncio.sleep(self.timing.heartbeat_s)
+            try:
+                retaken = await self.shared.policy.call("heartbeat", presence.refresh)
+            except DuplicateWorker as exc:
+                self._fatal = exc
+                raise
+            if retaken:  # Redis lost its data: the groups are gone too
+                await self.shared.policy.call("groups", self._ensure_groups)
+
+    # --- reading ----------------------------------------------------------------------
+    async def _read(self, streams: dict[str, str], count: int, block: int | None) -> list[tuple[Entry, Any]]:
+        async for attempt in self.shared.policy.retrying("read"):
+            with attempt:
+                try:
+                    reply = await self.redis.xreadgroup(self.group, self.worker_id, streams,
+                                                        count=count, block=block)
+                except ResponseError as exc:
+                    if "NOGROUP" not in str(exc):
+                        raise
+                    logger.error("consumer group %s is missing (Redis restarted or stream "
+                                 "deleted); recreating it", self.group)
+                    await self._ensure_groups()
+                    reply = []
+                except Exception:
+                    self._connected = False
+                    raise
+        self._connected = True
+        return [(Entry(stream.decode(), eid.decode()), fields)
+                for stream, entries in reply or () for eid, fields in entries]
+
+    async def _task_loop(self) -> None:
+        block = self.timing.read_block_ms
+        while True:
+            await self.shared.slots.acquire()
+            handed = False
+            try:
+                entries = await self._read({s: ">" for s in self._agent_streams}, 1, block)
+                for entry, fields in entries:
+                    await self._dispatch(entry, fields, slot_held=not handed)
+                    handed = True
+            finally:
+                if not handed:
+                    self.shared.slots.release()
+
+    async def _control_loop(self) -> None:
+        while True:
+            entries = await self._read({self._control_stream: ">"}, CONTROL_BATCH,
+                                       self.timing.read_block_ms)
+            for entry, fields in entries:
+                await self._dispatch(entry, fields, slot_held=False)
+
+    async def _recover_own_pending(self) -> None:
+        """Entries this worker id read but never acked (the previous process died)."""
+        for stream in (*self._agent_streams, self._control_stream):
+            last = "0"
+            while entries := await self._read({stream: last}, RECOVER_BATCH, None):
+                for entry, fields in entries:
+                    self.shared.stats["recovered"] += 1
+                    await self._dispatch(entry, fields or {}, slot_held=False)
+                    last = entry.entry_id
+
+    async def _reclaim_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.timing.reclaim_interval_s)
+            for stream in self._agent_streams:
+                await self.shared.policy.call("reclaim", self._reclaim, stream)
+
+    async def _reclaim(self, stream: str) -> None:
+        idle = self.timing.reclaim_idle_ms
+        pending = await self.redis.xpending_range(stream, self.group, min="-", max="+",
+                                                  count=RECOVER_BATCH, idle=idle)
+        owners = {p["consumer"].decode() for p in pending} - {self.worker_id}
+        dead = {o for o in owners if not await self.redis.exists(keys.worker_lease(o))}
+        ids = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
+        if not ids:
+            return
+        claimed = await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids)
+        for eid, fields in claimed:
+            self.shared.stats["reclaimed"] += 1
+            logger.warning("reclaimed a pending entry of a worker that is gone")
+            await self._dispatch(Entry(stream, eid.decode()), fields or {}, slot_held=False)
+
+    # --- dispatch ---------------------------------------------------------------------
+    async def _dispatch(self, entry: Entry, fields: Any, *, slot_held: bool) -> None:
+        try:
+            command = wire.parse_command(fields or {})
+        except BadCommand as exc:
+            if slot_held:
+                self.shared.slots.release()
+            await self._guard(self._poison(entry, exc))
+            return
+        if isinstance(command, wire.Ask):
+            assert self._tg is not None
+            self._starting.add(command.header.message_id)
+            self._tg.create_task(self._start(command, entry, slot_held))
+            return
+        if slot_held:
+            self.shared.slots.release()
+        if isinstance(command, wire.Resume):
+            await self._guard(route_resume(self, command, entry))
+        else:
+            await self._guard(route_cancel(self, command, entry))
+
+    async def _guard(self, work: Any) -> None:
+        """Run one command's handling; a non-retryable error fails that command only."""
+        try:
+            await work
+        except Exception:
+            self.shared.stats["errors"] += 1
+            logger.exception("gateway command handling failed")
+
+    async def _poison(self, entry: Entry, exc: BadCommand) -> None:
+        self.shared.stats["poison"] += 1
+        logger.warning("poison entry on %s acked as failed: %s", entry.stream, exc)
+        header = exc.header if isinstance(exc.header, wire.Header) else None
+        if header is None:
+            await self.shared.ack(entry)
+            return
+        await Reporter(self.shared, header, entry).finish("FAILED", code="invalid_command",
+                                                          message=str(exc))
+
+    async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
+        message_id = ask.header.message_id
+        try:
+            if not slot_held:
+                await self.shared.slots.acquire()
+            execution = await self._prepare(ask, entry)
+            if execution is None:
+                self.shared.slots.release()
+                return
+        except BaseException:
+            self._starting.discard(message_id)
+            raise
+        self.executions[message_id] = execution
+        self._starting.discard(message_id)
+        if early := self._early_cancels.pop(message_id, None):
+            execution.request_cancel(*early)
+        try:
+            await self._guard(execution.run())
+        finally:
+            self.executions.pop(message_id, None)
+
+    async def _prepare(self, ask: wire.Ask, entry: Entry) -> Execution | None:
+        """An Execution to run, or None when the ASK was answered without running."""
+        reporter = Reporter(self.shared, ask.header, entry)
+        try:
+            try:
+                task = ask.to_task()
+            except TaskRejected as exc:
+                self.shared.stats["rejected"] += 1
+                await reporter.finish("FAILED", code=exc.code, message=str(exc))
+                return None
+            local = ask.header.message_id in self.executions
+            verdict, record = await classify_start(self.shared, ask.header, local)
+            if verdict == "skip":
+                self.shared.stats["skipped"] += 1
+                await self.shared.ack(entry)
+            elif verdict == "cancelled":
+                await reporter.finish("CANCELLED", reason=str(record.get("cancel_reason") or "cancelled"))
+            elif verdict == "orphaned":
+                logger.warning("a task started by a worker that is gone is reported failed, not re-run")
+                await reporter.finish("FAILED", code="agent_restarted",
+                                      message="the worker running this task stopped; it was not re-run")
+            else:
+                return Execution(self.shared, ask, task, entry)
+        except Exception:
+            self.shared.stats["errors"] += 1
+            logger.exception("could not start a gateway task")
+        return None

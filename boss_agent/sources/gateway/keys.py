@@ -1,0 +1,63 @@
+"""Redis key names of the by-framework wire format, and the id check that guards them.
+
+Every id that becomes part of a key (session, message, worker, agent type) passes
+``check_id`` first: a strict allow-list of characters, so a hostile command can
+neither reach another key (``:``), a path (``/``, ``..``) nor a glob (``*``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from boss_agent.errors import BadCommand
+
+PREFIX = "byai_gateway"
+SESSION_TTL_S = 7 * 24 * 3600  # the SDK expires session streams and registries after 7 days
+DATA_STREAM_MAXLEN = 10_000  # approximate cap per session stream; a session never needs more history
+DEFAULT_LEASE_TTL_S = 15  # the SDK's online-lease TTL: clients treat a worker as gone after this
+DEFAULT_HEARTBEAT_S = 5  # the SDK refreshes the lease every 5 s, three chances per TTL
+
+EXEC_FIELD = "exec:"
+MSG_MAP_FIELD = "msg_map:"
+KNOWN_WORKERS = f"{PREFIX}:registry:workers"
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def valid_id(value: object) -> bool:
+    """True for an id safe to embed in a key: letters, digits, ``_ . -``; ≤128 chars."""
+    return isinstance(value, str) and _ID.fullmatch(value) is not None and ".." not in value
+
+
+def check_id(value: object, what: str) -> str:
+    if not valid_id(value):
+        raise BadCommand(f"{what} is not a valid id")
+    return value  # type: ignore[return-value]
+
+
+def agent_type_stream(agent_type: str) -> str:
+    return f"{PREFIX}:ctrl:agent_type:{agent_type}"
+
+
+def worker_stream(worker_id: str) -> str:
+    return f"{PREFIX}:ctrl:worker:{worker_id}"
+
+
+def data_stream(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:data_stream"
+
+
+def session_registry(session_id: str) -> str:
+    return f"{PREFIX}:session:{session_id}:registry"
+
+
+def worker_lease(worker_id: str) -> str:
+    return f"{PREFIX}:registry:worker:online:{worker_id}"
+
+
+def agent_type_members(agent_type: str) -> str:
+    return f"{PREFIX}:registry:agent_type:workers:{agent_type}"
+
+
+def worker_agent_types(worker_id: str) -> str:
+    return f"{PREFIX}:registry:worker:agent_types:{worker_id}"

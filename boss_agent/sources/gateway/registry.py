@@ -1,0 +1,190 @@
+"""Who is online and what ran where: the worker lease, membership sets, execution records.
+
+The lease (``registry:worker:online:{id}``) is taken with SET NX and refreshed by a
+compare-and-set script, so a second process with the same worker id fails at start
+and never touches the first one's lease or membership. Execution records live in the
+session registry hash exactly where by-framework's ``WorkerRegistry`` looks for
+them (``exec:{execution_id}`` and ``msg_map:{message_id}``), so the SDK's
+``GatewayClient.cancel_task`` finds this worker and cascades. Records are changed
+with optimistic WATCH/MULTI transactions: the client marks CANCELLING in the same
+hash while we mark RUNNING, and neither write may lose the other.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import WatchError
+
+from boss_agent.errors import DuplicateWorker
+from boss_agent.sources.gateway import keys
+from boss_agent.sources.gateway.wire import now_ms
+
+logger = logging.getLogger(__name__)
+
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+WATCH_ATTEMPTS = 20  # a session's records change a few times a second at most
+
+# Refresh the lease only while it still carries our token; re-take it if it vanished
+# (Redis restarted without persistence). Returns 1 refreshed, 2 re-taken, 0 lost.
+_REFRESH = """
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 2
+end
+if string.find(cur, ARGV[1], 1, true) then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1
+end
+return 0
+"""
+_RELEASE = """
+local cur = redis.call('GET', KEYS[1])
+if cur and string.find(cur, ARGV[1], 1, true) then redis.call('DEL', KEYS[1]) return 1 end
+return 0
+"""
+
+
+class WorkerPresence:
+    """This process's claim on its worker id, and its agent-type membership."""
+
+    def __init__(self, redis: aioredis.Redis, worker_id: str, agent_types: tuple[str, ...],
+                 lease_ttl_s: int) -> None:
+        self.redis = redis
+        self.worker_id = worker_id
+        self.agent_types = agent_types
+        self.lease_ttl_s = lease_ttl_s
+        self.token = uuid.uuid4().hex
+        self._key = keys.worker_lease(worker_id)
+        self._mine = f'"token":"{self.token}"'
+
+    def _value(self) -> str:
+        return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms()},
+                          separators=(",", ":"))
+
+    async def acquire(self) -> None:
+        """Take the lease or raise DuplicateWorker, leaving the holder's keys alone."""
+        if not await self.redis.set(self._key, self._value(), nx=True, ex=self.lease_ttl_s):
+            raise DuplicateWorker(f"worker id {self.worker_id!r} is held by another live process")
+        await self._register()
+
+    async def refresh(self) -> bool:
+        """Extend the lease; True when it had vanished and was taken again."""
+        outcome = await self.redis.eval(_REFRESH, 1, self._key, self._mine, self._value(),
+                                        self.lease_ttl_s)
+        if outcome == 0:
+            raise DuplicateWorker(f"worker id {self.worker_id!r} was taken by another process")
+        if outcome == 2:
+            logger.warning("worker lease had vanished (Redis restarted?); taken again")
+        await self._register()
+        return outcome == 2
+
+    async def _register(self) -> None:
+        # Re-added on every beat: cheap, and it restores membership after a Redis restart.
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.sadd(keys.KNOWN_WORKERS, self.worker_id)
+        for agent_type in self.agent_types:
+            pipe.sadd(keys.worker_agent_types(self.worker_id), agent_type)
+            pipe.sadd(keys.agent_type_members(agent_type), self.worker_id)
+        await pipe.execute()
+
+    async def release(self) -> None:
+        """Drop the lease and membership, but only if the lease is still ours."""
+        if not await self.redis.eval(_RELEASE, 1, self._key, self._mine):
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.srem(keys.KNOWN_WORKERS, self.worker_id)
+        pipe.delete(keys.worker_agent_types(self.worker_id))
+        for agent_type in self.agent_types:
+            pipe.srem(keys.agent_type_members(agent_type), self.worker_id)
+        await pipe.execute()
+
+
+async def worker_online(redis: aioredis.Redis, worker_id: str) -> bool:
+    return bool(await redis.exists(keys.worker_lease(worker_id)))
+
+
+def _decode(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ExecutionRecords:
+    """Execution records in the session registry, the SDK's layout."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self.redis = redis
+
+    async def get(self, session_id: str, message_id: str) -> dict[str, Any] | None:
+        reg = keys.session_registry(session_id)
+        execution_id = await self.redis.hget(reg, keys.MSG_MAP_FIELD + message_id)
+        if execution_id is None:
+            return None
+        return _decode(await self.redis.hget(reg, keys.EXEC_FIELD + execution_id.decode()))
+
+    async def update(
+        self, session_id: str, message_id: str,
+        mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+    ) -> dict[str, Any] | None:
+        """Atomically read-modify-write one record; ``mutate`` returns None to leave it.
+
+        Returns the record as written (or as found, when mutate declined).
+        """
+        reg = keys.session_registry(session_id)
+        for _ in range(WATCH_ATTEMPTS):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(reg)
+                    current = await self._read(pipe, reg, message_id)
+                    new = mutate(dict(current) if current else None)
+                    if new is None:
+                        await pipe.unwatch()
+                        return current
+                    self._write(pipe, reg, message_id, new)
+                    await pipe.execute()
+                    return new
+                except WatchError:
+                    continue
+        raise RuntimeError("execution record kept changing under us")
+
+    @staticmethod
+    async def _read(pipe: Any, reg: str, message_id: str) -> dict[str, Any] | None:
+        execution_id = await pipe.hget(reg, keys.MSG_MAP_FIELD + message_id)
+        if execution_id is None:
+            return None
+        return _decode(await pipe.hget(reg, keys.EXEC_FIELD + execution_id.decode()))
+
+    @staticmethod
+    def _write(pipe: Any, reg: str, message_id: str, record: dict[str, Any]) -> None:
+        execution_id = record.get("execution_id")
+        if not keys.valid_id(execution_id):
+            execution_id = record["execution_id"] = f"exec-{uuid.uuid4().hex[:8]}"
+        pipe.multi()
+        pipe.hset(reg, keys.EXEC_FIELD + execution_id, json.dumps(record, ensure_ascii=False))
+        pipe.hset(reg, keys.MSG_MAP_FIELD + message_id, execution_id)
+        pipe.expire(reg, keys.SESSION_TTL_S)
+
+
+def with_status(record: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:
+    """``record`` moved to ``status``, timeline appended, timestamps kept like the SDK."""
+    now = now_ms()
+    record.update(fields)
+    if record.get("status") != status:
+        record.setdefault("timeline", []).append({"status": status, "timestamp": now})
+    record["status"] = status
+    record["updated_at"] = now
+    record.setdefault("created_at", now)
+    if status == "RUNNING" and not record.get("started_at"):
+        record["started_at"] = now
+    if status in TERMINAL:
+        record["finished_at"] = now
+    return record

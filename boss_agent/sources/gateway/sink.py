@@ -1,0 +1,232 @@
+"""One task's TaskSink on the gateway: card, answer and approvals become stream events.
+
+The runner never waits on Redis: ``progress`` and ``answer_delta`` only append to an
+outbox and wake the pump, which writes the outbox at most every
+``COALESCE_INTERVAL_S`` (consecutive answer chunks merge, a newer card replaces an
+unsent one), retrying through outages with the gateway's policy. ``request_approval``
+sends the SDK's ask-user form, suspends the task (the execution marks it
+WAITING_USER and acks its entry) and waits for a RESUME or a cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.sources.gateway import keys, wire
+from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.tasks import ApprovalRequest
+
+logger = logging.getLogger(__name__)
+
+COALESCE_INTERVAL_S = 0.25  # ≤4 card events a second per task: smooth on a phone, light on Redis
+_SUB_AGENT_TYPES = {wire.ANSWER_DELTA: wire.REASONING_LOG_DELTA, wire.FINAL_ANSWER: wire.REASONING_LOG_DELTA}
+
+
+class Publisher:
+    """Writes one task's events to its session's data stream (trimmed and expiring)."""
+
+    def __init__(self, redis: aioredis.Redis, ctx: wire.EventContext, policy: RetryPolicy,
+                 sub_agent: bool) -> None:
+        self.redis = redis
+        self.ctx = ctx
+        self.policy = policy
+        self.sub_agent = sub_agent
+        self.stream = keys.data_stream(ctx.session_id)
+        self.written = 0
+
+    def _adapt(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        # A task called by another agent streams reasoning only; the caller owns the stream end.
+        if not self.sub_agent:
+            return event
+        if event["event_type"] == wire.APP_STREAM_RESPONSE:
+            return None
+        event["event_type"] = _SUB_AGENT_TYPES.get(event["event_type"], event["event_type"])
+        return event
+
+    async def write(self, *events: dict[str, Any]) -> None:
+        batch = [e for e in map(self._adapt, events) if e is not None]
+        if batch:
+            await self.policy.call("event write", self._write, batch)
+
+    async def _write(self, batch: list[dict[str, Any]]) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for event in batch:
+            pipe.xadd(self.stream, {"data": json.dumps(event)},
+                      maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
+        pipe.expire(self.stream, keys.SESSION_TTL_S)
+        await pipe.execute()
+        self.written += len(batch)
+
+
+def preview_delta(old: str, new: str) -> str:
+    """The text appended to the answer, given two tail previews (≤500 chars each)."""
+    old, new = old.removeprefix("…"), new.removeprefix("…")
+    for start in range(len(old) + 1):  # the preview is a sliding tail: find the overlap
+        if new.startswith(old[start:]):
+            return new[len(old) - start:]
+    return new  # pragma: no cover - the empty suffix always matches
+
+
+def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str, Any]:
+    """Map a RESUME onto the runner's answer. An unknown decision declines (safe default)."""
+    reply = resume.reply_data
+    if request.kind == "userInput":
+        if isinstance(reply, dict) and "decision" not in reply:
+            return reply
+        text = reply if isinstance(reply, str) else resume.content
+        return {"user_input": text if isinstance(text, str) else ""}
+    choice = resume.content
+    if isinstance(reply, dict):
+        choice = reply.get("decision")
+    elif isinstance(reply, str):
+        choice = reply
+    if resume.status in ("CANCELLED", "FAILED"):
+        choice = "cancel" if "cancel" in request.available_decisions else "decline"
+    return choice if choice in request.available_decisions else "decline"
+
+
+def ask_prompt(request: ApprovalRequest) -> str:
+    options = ", ".join(request.available_decisions)
+    return sanitize_text(f"{request.summary} (risk: {request.risk}). Reply with one of: {options}")
+
+
+class GatewaySink:
+    """TaskSink for one gateway task."""
+
+    def __init__(self, publisher: Publisher, cancel: asyncio.Event,
+                 on_suspend: Callable[[], Awaitable[None]],
+                 on_resume: Callable[[bool], Awaitable[None]], workdir: str | None = None) -> None:
+        self.publisher = publisher
+        self.ctx = publisher.ctx
+        self.cancel = cancel
+        self._on_suspend = on_suspend
+        self._on_resume = on_resume
+        self._workdir = workdir
+        self._outbox: list[tuple[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._drain_lock = asyncio.Lock()
+        self._approval_lock = asyncio.Lock()
+        self._pending: tuple[ApprovalRequest, asyncio.Future[wire.Resume]] | None = None
+        self._explicit_answer = False
+        self._preview = ""
+        self._status: str | None = None
+        self._artifacts: set[str] = set()
+        self.card: dict[str, Any] = {}
+
+    # --- TaskSink -------------------------------------------------------------------
+    async def progress(self, card: dict[str, Any]) -> None:
+        self.card = card
+        status = card.get("status")
+        if isinstance(status, str) and status != self._status:
+            self._status = status
+            self._push("event", wire.state_event(self.ctx, status))
+        for artifact in card.get("artifacts") or ():
+            name = artifact.get("name") if isinstance(artifact, dict) else None
+            if isinstance(name, str) and name not in self._artifacts:
+                self._artifacts.add(name)
+                self._push("event", wire.artifact_event(self.ctx, name))
+        preview = card.get("answerPreview")
+        if not self._explicit_answer and isinstance(preview, str) and preview != self._preview:
+            self._push_answer(preview_delta(self._preview, preview))
+            self._preview = preview
+        self._push("card", card)
+
+    async def answer_delta(self, text: str) -> None:
+        """Optional sink method: the runner streams answer text itself (preferred)."""
+        self._explicit_answer = True
+        self._push_answer(sanitize_text(text, workdir=self._workdir, limit=None))
+
+    async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
+        async with self._approval_lock:  # one ask-user form open at a time per task
+            future: asyncio.Future[wire.Resume] = asyncio.get_running_loop().create_future()
+            self._pending = (request, future)
+            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request)))
+            # Record WAITING_USER before the form is out: whoever answers the form may
+            # check the record, and a RESUME may land on any worker of the agent type.
+            await self._on_suspend()
+            await self.flush()
+            cancelled = False
+            try:
+                resume = await _first(future, self.cancel)
+                cancelled = resume is None
+            finally:
+                self._pending = None
+                await self._on_resume(cancelled)
+            if resume is None:
+                return "cancel" if "cancel" in request.available_decisions else "decline"
+            return decision_of(resume, request)
+
+    # --- driven by the execution ----------------------------------------------------
+    @property
+    def suspended(self) -> bool:
+        return self._pending is not None
+
+    def resume(self, command: wire.Resume) -> bool:
+        """Answer the open ask-user form; False when none is open."""
+        if self._pending is None or self._pending[1].done():
+            return False
+        self._pending[1].set_result(command)
+        return True
+
+    async def pump(self) -> None:
+        """Write the outbox until ``close``; coalesces bursts into one write per interval."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception as exc:  # retryable errors were retried; drop, keep the task alive
+                logger.warning("dropped task events after a Redis error (%s)", type(exc).__name__)
+            if self._closed:
+                return
+            await asyncio.sleep(COALESCE_INTERVAL_S)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def flush(self) -> None:
+        async with self._drain_lock:  # pump and approval both flush; keep events in order
+            batch, self._outbox = self._outbox, []
+            events = [self._render(kind, value) for kind, value in batch]
+            await self.publisher.write(*events)
+
+    def _render(self, kind: str, value: Any) -> dict[str, Any]:
+        if kind == "answer":
+            return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
+        if kind == "card":
+            return wire.card_event(self.ctx, value)
+        return value
+
+    def _push(self, kind: str, value: Any) -> None:
+        if kind == "card":  # only the newest card matters
+            self._outbox = [item for item in self._outbox if item[0] != "card"]
+        self._outbox.append((kind, value))
+        self._wake.set()
+
+    def _push_answer(self, text: str) -> None:
+        if not text:
+            return
+        if self._outbox and self._outbox[-1][0] == "answer":
+            self._outbox[-1] = ("answer", self._outbox[-1][1] + text)
+            self._wake.set()
+        else:
+            self._push("answer", text)
+
+
+async def _first(future: asyncio.Future[wire.Resume], cancel: asyncio.Event) -> wire.Resume | None:
+    """The RESUME, or None when the task is cancelled first."""
+    cancelled = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+    return future.result() if future.done() and not future.cancelled() else None

@@ -1,0 +1,148 @@
+"""Helpers for the gateway tests: a small in-test runner, a running gateway, the SDK peer.
+
+The runner is the legitimate seam here (the issue's own benchmark uses a no-op
+runner): these tests are about routing on the wire, with a real redis-server and
+by-framework 0.2.1's client as the peer. The real codex runner is tested elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from by_framework.client.client import GatewayClient
+from by_framework.core.protocol.data_message import DataMessage
+from by_framework.core.registry import WorkerRegistry
+
+from boss_agent.config import Config, load_config
+from boss_agent.sources.gateway import Gateway, GatewayTiming
+from boss_agent.sources.gateway.retry import FAST_POLICY
+from boss_agent.tasks import ApprovalRequest, Task, TaskResult
+
+AGENT = "boss_local_agent"
+WAIT_S = 15.0  # generous bound for any awaited condition on a loaded 2-core machine
+FAST = GatewayTiming(lease_ttl_s=2, heartbeat_s=0.3, read_block_ms=200, reclaim_interval_s=0.3)
+
+
+def gateway_config(redis_url: str, agent_types: tuple[str, ...] = (AGENT,)) -> Config:
+    return load_config(overrides={"gateway.redis_url": redis_url,
+                                  "gateway.agent_types": list(agent_types)}, environ={})
+
+
+class ScriptRunner:
+    """A TaskRunner driven by the prompt: ``echo X``, ``approve X``, ``wait``, ``card``."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.started: dict[str, asyncio.Event] = {}
+        self.decisions: dict[str, Any] = {}
+
+    def started_event(self, task_id: str) -> asyncio.Event:
+        return self.started.setdefault(task_id, asyncio.Event())
+
+    async def run(self, task: Task, sink: Any, cancel: asyncio.Event) -> TaskResult:
+        self.runs.append(task.task_id)
+        self.started_event(task.task_id).set()
+        verb, _, rest = task.prompt.partition(" ")
+        if verb == "wait":
+            await cancel.wait()
+            return TaskResult("cancelled", error_code="cancelled")
+        if verb == "approve":
+            decision = await sink.request_approval(ApprovalRequest(
+                "ap1", "command", "run the tests", "low", ("accept", "decline", "cancel")))
+            self.decisions[task.task_id] = decision
+            if cancel.is_set():
+                return TaskResult("cancelled")
+            return TaskResult("completed", result_text=f"{rest} {decision}")
+        if verb == "card":
+            for preview in ("Hel", "Hello wor", "Hello world"):
+                await sink.progress({"version": 1, "status": "running", "answerPreview": preview})
+            await sink.progress({"version": 1, "status": "completed", "answerPreview": "Hello world",
+                                 "artifacts": [{"name": "report.md", "kind": "document"}]})
+            return TaskResult("completed", result_text="Hello world")
+        await sink.answer_delta(rest)
+        return TaskResult("completed", result_text=rest)
+
+
+@contextlib.asynccontextmanager
+async def running_gateway(redis_url: str, runner: Any, worker_id: str = "w1", *,
+                          max_concurrent: int = 4, agent_types: tuple[str, ...] = (AGENT,),
+                          ) -> AsyncIterator[Gateway]:
+    gateway = Gateway(gateway_config(redis_url, agent_types), runner, worker_id=worker_id,
+                      max_concurrent=max_concurrent, timing=FAST, retry=FAST_POLICY)
+    ready = asyncio.Event()
+    task = asyncio.create_task(gateway.run(ready))
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiter}, timeout=WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if task.done():
+        task.result()  # raises the start-up error
+    assert ready.is_set(), "gateway did not become ready"
+    try:
+        yield gateway
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, WAIT_S)
+
+
+def sdk_redis(url: str) -> aioredis.Redis:
+    return aioredis.Redis.from_url(url, decode_responses=True)
+
+
+def sdk_client(redis: aioredis.Redis) -> GatewayClient:
+    return GatewayClient(registry=WorkerRegistry(redis), redis_client=redis)
+
+
+async def ask(client: GatewayClient, session: str, content: str, message_id: str,
+              **kwargs: Any) -> None:
+    response = await client.send_message(AGENT, session, content, message_id=message_id,
+                                         trace_id="trace-1", **kwargs)
+    assert response.success, response.error
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
+    """Poll an async or sync predicate until truthy, within a bound."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,
+                      until: Callable[[DataMessage], bool] | None = None,
+                      timeout: float = WAIT_S) -> list[DataMessage]:
+    """The task's events as the SDK parses them, up to appStreamResponse (or ``until``)."""
+    stop = until or (lambda m: m.event_type == "appStreamResponse")
+    stream = f"byai_gateway:session:{session}:data_stream"
+    last, found = "0", []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reply = await redis.xread({stream: last}, block=200, count=100)
+        for _, entries in reply or ():
+            for entry_id, fields in entries:
+                last = entry_id
+                message = DataMessage(**json.loads(fields["data"]))
+                if message.message_id == message_id:
+                    found.append(message)
+                    if stop(message):
+                        return found
+    raise AssertionError(f"no end event; saw {[m.event_type for m in found]}")
+
+
+async def record_of(redis: aioredis.Redis, session: str, message_id: str) -> dict[str, Any]:
+    return await WorkerRegistry(redis).get_execution_by_message_id(message_id, session_id=session) or {}
+
+
+def delta_text(message: DataMessage) -> Any:
+    return message.data["choices"][0]["delta"]["content"]
