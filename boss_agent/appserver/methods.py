@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
@@ -53,7 +53,7 @@ class OverloadPolicy:
         return AsyncRetrying(
             retry=retry_if_exception_type(ServerOverloaded),
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait_exponential_jitter(initial=self.initial_s, max=self.max_s, jitter=self.jitter_s),
+            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s) + wait_random(0, self.jitter_s),
             before_sleep=lambda state: logger.info(
                 "codex app-server overloaded; retry %s", state.attempt_number),
             reraise=True,

@@ -158,7 +158,9 @@ def on_request(card: Card, message: Mapping[str, Any]) -> Card:
     files = [c.path for c in card.fileChanges if item_key is not None and c.item_key == item_key]
     kind, summary, risk = describe_approval(method, params, workdir=card.workdir, files=files)
     index = _find(card, request_key, item_key)
-    public_id = card.approvals[index].id if index is not None else f"codex-{message.get('id')}"
+    # The public id is a sequence number: codex request ids stay off the card. The runner
+    # names its Boss approval itself and joins it with ``boss/approval {requestId}``.
+    public_id = card.approvals[index].id if index is not None else f"approval-{len(card.approvals) + 1}"
     entry = Approval(public_id, kind, "pending", risk, summary, request_key, item_key)
     return _put(card, index, entry)
 
