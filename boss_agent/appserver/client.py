@@ -172,7 +172,6 @@ class AppServer:
                 self._set_state("down")
                 await asyncio.sleep(self.restart_policy.max_s)
                 continue
-            self.restarts += 1
             self._set_state("restarting")
             logger.warning("codex app-server connection lost; restarting it")
 
@@ -194,8 +193,9 @@ class AppServer:
         finally:
             self._client = None
             await conn.close()
+        self.restarts += 1
         if time.monotonic() - started < STABLE_AFTER_S:
-            raise AppServerUnavailable("codex app-server connection ended right after start")
+            raise _ShortLived("codex app-server connection ended right after start")
 
     def _up(self, conn: Connection, client: AppServerClient, init: dict[str, Any]) -> None:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
@@ -207,6 +207,11 @@ class AppServer:
 
     def _went_down(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _ShortLived):
+            # It was up: callers keep waiting for the restart rather than failing fast.
+            self._set_state("restarting")
+            logger.warning("codex app-server connection lost soon after start; restarting it")
+            return
         if exc is not None and not isinstance(exc, AppServerError):
             logger.error("codex app-server supervisor hit an unexpected %s", type(exc).__name__,
                          exc_info=exc)
@@ -225,6 +230,10 @@ class AppServer:
 
     async def _wait_change(self) -> None:
         await self._changed.wait()
+
+
+class _ShortLived(AppServerUnavailable):
+    """A connection that came up but died before STABLE_AFTER_S: restart with backoff."""
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:
