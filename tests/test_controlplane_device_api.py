@@ -6,11 +6,14 @@ import asyncio
 import sqlite3
 
 import httpx
+import pytest
 
 from boss_agent.controlplane import ControlPlane
-from tests.controlplane_support import (  # noqa: F401  (fixtures)
-    FakeClock, clock, db_path, error_code, http, local, pair, plane, within,
-)
+
+pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
+from tests.controlplane_support import FakeClock, error_code, pair, within
+
+pytest_plugins = ("tests.controlplane_support",)  # its fixtures: plane, http, local, clock, db_path
 
 TASK_KEYS = {
     "taskId", "attempt", "intentCategory", "prompt", "projectId", "workdir", "codexThreadRef",
@@ -41,6 +44,25 @@ async def test_an_unknown_or_reused_pairing_code_is_400_and_an_expired_one_is_41
     clock.advance(61)
     expired = await http.post("/api/v1/devices/pair", json={"pairingCode": stale, **body})
     assert expired.status_code == 410 and error_code(expired) == "pairing_code_expired"
+
+
+async def test_ten_wrong_pairing_codes_in_a_row_void_every_open_code(http, plane):
+    code = plane.create_pairing_code()
+    guesses = [f"{n:06d}" for n in range(20) if f"{n:06d}" != code.replace("-", "")][:10]
+    for guess in guesses:
+        assert (await http.post("/api/v1/devices/pair", json={"pairingCode": guess})).status_code == 400
+    voided = await http.post("/api/v1/devices/pair", json={"pairingCode": code})
+    assert voided.status_code == 410 and error_code(voided) == "pairing_code_expired"
+    fresh = await http.post("/api/v1/devices/pair", json={"pairingCode": plane.create_pairing_code()})
+    assert fresh.status_code == 201
+
+
+async def test_an_unexpected_failure_is_a_500_with_the_contract_error_body(http, plane):
+    device = await pair(http, plane)
+    plane.core.db.conn.close()  # the database vanishes under a running server
+    response = await device.heartbeat()
+    assert response.status_code == 500 and error_code(response) == "internal_error"
+    assert "Traceback" not in response.text
 
 
 async def test_a_heartbeat_is_stored_with_its_capabilities_and_shown_to_the_page(http, plane, local):
@@ -228,22 +250,65 @@ async def test_two_devices_claiming_at_once_never_share_a_task(http, plane):
 
 
 async def test_an_expired_lease_makes_the_task_visibly_abandoned(db_path, clock: FakeClock):
-    async with ControlPlane(db_path, clock=clock, lease_s=1) as cp:
-        async with httpx.AsyncClient(base_url=cp.url) as client:
-            device = await pair(client, cp)
-            kept, lost = cp.submit_task("kept"), cp.submit_task("lost")
-            await device.claim(slots=2)
-            async with cp.core.events.subscribe() as sub:
-                clock.advance(0.8)
-                await device.heartbeat(runningTaskIds=[kept])  # renews only the task it names
-                clock.advance(0.8)
-                while True:
-                    kind, view = await within(sub.queue.get())
-                    if kind == "task" and view["status"] == "abandoned":
-                        break
-            assert view["taskId"] == lost
-            assert cp.task(kept)["status"] == "running"
-            refused = await device.progress(lost, 1, {})
-            assert refused.status_code == 409 and error_code(refused) == "task_not_owned"
-            assert (await device.complete(lost, "failed", error={"code": "late", "message": "m"})).status_code == 200
-            assert cp.task(lost)["status"] == "failed"  # the owner's late result is still recorded
+    async with ControlPlane(db_path, clock=clock, lease_s=1) as cp, httpx.AsyncClient(base_url=cp.url) as client:
+        device = await pair(client, cp)
+        kept, lost = cp.submit_task("kept"), cp.submit_task("lost")
+        await device.claim(slots=2)
+        async with cp.core.events.subscribe() as sub:
+            clock.advance(0.8)
+            await device.heartbeat(runningTaskIds=[kept])  # renews only the task it names
+            clock.advance(0.8)
+            while True:
+                kind, view = await within(sub.queue.get())
+                if kind == "task" and view["status"] == "abandoned":
+                    break
+        assert view["taskId"] == lost
+        assert cp.task(kept)["status"] == "running"
+        refused = await device.progress(lost, 1, {})
+        assert refused.status_code == 409 and error_code(refused) == "task_not_owned"
+        assert (await device.complete(lost, "failed", error={"code": "late", "message": "m"})).status_code == 200
+        assert cp.task(lost)["status"] == "failed"  # the owner's late result is still recorded
+
+
+async def test_wait_task_returns_once_the_condition_holds_without_polling(http, plane):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    async with asyncio.TaskGroup() as group:
+        done = group.create_task(plane.wait_task(task_id, lambda v: v["status"] == "completed", timeout_s=10))
+        pending = group.create_task(plane.wait_task(task_id, lambda v: bool(v["approvals"]), timeout_s=10))
+        await device.claim()
+        await device.ask(task_id, "apr_1")
+        assert (await within(pending))["approvals"][0]["approvalId"] == "apr_1"
+        assert not done.done()
+        await device.complete(task_id)
+        view = await within(done)
+    assert view["status"] == "completed" and view["result"]["resultText"] == "done"
+
+
+QUESTIONS = [{"id": "db_choice", "header": "Database", "question": "Which database should we use?",
+              "options": [{"label": "Postgres", "description": "Robust default."}], "isSecret": False}]
+
+
+async def test_a_user_input_approval_is_answered_with_codex_shaped_answers(http, plane, local):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    assert (await device.ask(task_id, "apr_cmd")).status_code == 201
+    asked = await device.ask(task_id, "apr_ui", kind="userInput", summary="Which database?",
+                             availableDecisions=["accept", "decline"], questions=QUESTIONS)
+    assert asked.status_code == 201
+    assert plane.task(task_id)["approvals"][1]["questions"] == QUESTIONS
+    path = f"/api/local/approvals/{task_id}"
+    answers = {"answers": {"db_choice": {"answers": ["Postgres"]}}}
+    for approval_id, decision in (("apr_cmd", answers), ("apr_ui", {"answers": {"db_choice": "Postgres"}}),
+                                  ("apr_ui", {"answers": {}, "extra": 1}), ("apr_ui", ["Postgres"])):
+        refused = await local.post(f"{path}/{approval_id}", json={"decision": decision})
+        assert refused.status_code == 400 and error_code(refused) in ("invalid_decision", "invalid_request")
+    assert (await local.post(f"{path}/apr_ui", json={"decision": answers})).status_code == 200
+    assert (await local.post(f"{path}/apr_ui", json={"decision": answers})).status_code == 200  # same: no-op
+    other = await local.post(f"{path}/apr_ui", json={"decision": "decline"})
+    assert other.status_code == 409 and error_code(other) == "approval_already_decided"
+    assert (await device.poll(task_id, "apr_ui")).json() == {"status": "decided", "decision": answers}
+    await device.complete(task_id)
+    late = await local.post(f"{path}/apr_cmd", json={"decision": "accept"})
+    assert late.status_code == 409 and error_code(late) == "task_finished"

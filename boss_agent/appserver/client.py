@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_never, wait_exponential_jitter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_never,
+    wait_exponential,
+    wait_random,
+)
 
 from boss_agent.appserver.connect import Connection, Connector
 from boss_agent.appserver.methods import AppServerClient, OverloadPolicy
@@ -62,7 +69,7 @@ class RestartPolicy:
     def retrying(self, before_sleep: Callable[[RetryCallState], None]) -> AsyncRetrying:
         return AsyncRetrying(
             retry=retry_if_exception_type(Exception), stop=stop_never, reraise=True,
-            wait=wait_exponential_jitter(initial=self.initial_s, max=self.max_s, jitter=self.jitter_s),
+            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s) + wait_random(0, self.jitter_s),
             before_sleep=before_sleep,
         )
 
@@ -135,6 +142,12 @@ class AppServer:
             raise AppServerUnavailable("codex app-server did not come up in time") from None
 
     @property
+    def child_pid(self) -> int | None:
+        """Pid (= process group id) of the codex child we run, if any."""
+        conn = self._conn
+        return conn.child.pid if conn is not None and conn.child is not None else None
+
+    @property
     def status(self) -> dict[str, Any]:
         conn = self._conn
         return {
@@ -148,11 +161,17 @@ class AppServer:
     # ------------------------------------------------------------------ supervision
 
     async def _supervise(self) -> None:
+        # This task must never raise: the task group would cancel the daemon's own task.
         while True:
-            async for attempt in self.restart_policy.retrying(self._went_down):
-                with attempt:
-                    await self._run_once()
-            self.restarts += 1
+            try:
+                async for attempt in self.restart_policy.retrying(self._went_down):
+                    with attempt:
+                        await self._run_once()
+            except Exception:  # noqa: BLE001 - tenacity retries every Exception; only a bug lands here
+                logger.exception("codex app-server supervisor failed; retrying")
+                self._set_state("down")
+                await asyncio.sleep(self.restart_policy.max_s)
+                continue
             self._set_state("restarting")
             logger.warning("codex app-server connection lost; restarting it")
 
@@ -174,8 +193,9 @@ class AppServer:
         finally:
             self._client = None
             await conn.close()
+        self.restarts += 1
         if time.monotonic() - started < STABLE_AFTER_S:
-            raise AppServerUnavailable("codex app-server connection ended right after start")
+            raise _ShortLived("codex app-server connection ended right after start")
 
     def _up(self, conn: Connection, client: AppServerClient, init: dict[str, Any]) -> None:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
@@ -187,6 +207,11 @@ class AppServer:
 
     def _went_down(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _ShortLived):
+            # It was up: callers keep waiting for the restart rather than failing fast.
+            self._set_state("restarting")
+            logger.warning("codex app-server connection lost soon after start; restarting it")
+            return
         if exc is not None and not isinstance(exc, AppServerError):
             logger.error("codex app-server supervisor hit an unexpected %s", type(exc).__name__,
                          exc_info=exc)
@@ -205,6 +230,10 @@ class AppServer:
 
     async def _wait_change(self) -> None:
         await self._changed.wait()
+
+
+class _ShortLived(AppServerUnavailable):
+    """A connection that came up but died before STABLE_AFTER_S: restart with backoff."""
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:

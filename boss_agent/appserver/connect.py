@@ -139,7 +139,8 @@ class Connector:
         try:
             return await self._open_remote(kind)
         except (AuthRejected, AppServerUnavailable) as exc:
-            reason = sanitize_text(str(exc), limit=200)
+            # AuthRejected carries only codex's fixed reason (transports.CODEX_AUTH_REASONS).
+            reason = str(exc) if isinstance(exc, AuthRejected) else sanitize_text(str(exc), limit=200)
             logger.warning("codex app-server over %s unavailable (%s); falling back to stdio",
                            kind, reason)
             conn = await self.open_stdio()

@@ -137,11 +137,26 @@ class WebSocketTransport:
         await self.ws.close()
 
 
+# codex's 401 bodies (facts §3h). They are kept verbatim: the sanitizer would mask the
+# words after "bearer" and hide the very cause the user needs to see.
+CODEX_AUTH_REASONS = frozenset({
+    "missing websocket bearer token", "invalid websocket bearer token",
+    "invalid authorization header", "invalid websocket jwt", "expired websocket jwt",
+    "websocket jwt issuer mismatch", "websocket jwt audience mismatch",
+    "websocket jwt is not valid yet",
+})
+
+
+def _reason(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    return text if text in CODEX_AUTH_REASONS else sanitize_text(text, limit=200)
+
+
 def _handshake_error(exc: Exception, where: str) -> Exception:
     """Map a failed handshake to AuthRejected (401/403, with codex's body) or unavailable."""
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
-        body = sanitize_text(exc.response.body.decode("utf-8", "replace").strip(), limit=200)
+        body = _reason(exc.response.body)
         if status in (401, 403):
             return AuthRejected(status, body)
         return AppServerUnavailable(f"{where} answered HTTP {status} {body}".strip())

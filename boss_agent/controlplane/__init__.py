@@ -11,7 +11,8 @@ Modules, by responsibility:
     web.py       the page and its static files (``static/``)
     security.py  the doors: loopback Host, same Origin, installation secret
     core.py      operations + their notifications (long-poll wake-ups, live events)
-    queue.py     tasks, leases, approvals (the lifecycle is drawn there)
+    queue.py     tasks and leases (the lifecycle is drawn there); who may touch approvals
+    approvals.py approval requests and decisions (incl. userInput answers)
     devices.py   pairing codes, devices, heartbeats
     events.py    long-poll signals and the SSE broadcaster
     db.py        SQLite connection and schema
@@ -39,7 +40,8 @@ Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)
     GET  /api/local/tasks/{taskId}                     TaskView
     POST /api/local/tasks/{taskId}/cancel              {"status"}
     POST /api/local/tasks/{taskId}/retry               {}
-    POST /api/local/approvals/{taskId}/{approvalId}   {"decision"} -> {}
+    POST /api/local/approvals/{taskId}/{approvalId}   {"decision"} -> {}   (a string; for userInput
+                                                       {"answers": {qid: {"answers": [text]}}})
     GET  /api/local/events                             SSE: snapshot, then task / device events
     GET  /?token=<secret>                              sets the cookie, 303 to /
 
@@ -47,7 +49,7 @@ TaskView: ``{taskId, status (queued|running|completed|failed|cancelled|abandoned
 attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, result
 ({status, backend, fallbackFrom, codexThreadRef, turnId, resultText, error}),
 approvals ([{approvalId, kind, summary, risk, availableDecisions, status
-(pending|decided), decision, createdAt, decidedAt}]), createdAt, updatedAt,
+(pending|decided), decision, questions?, createdAt, decidedAt}]), createdAt, updatedAt,
 claimedAt, completedAt, task (the submitted Task fields with prompt)}``.
 """
 

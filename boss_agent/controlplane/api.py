@@ -14,7 +14,16 @@ from aiohttp import web
 
 from boss_agent.controlplane.core import Core
 from boss_agent.controlplane.wire import (
-    MAX_SHORT_STR, MAX_SLOTS, bad_request, json_body, need_choice, need_dict, need_int, need_str, need_str_list, wait_seconds,
+    MAX_SHORT_STR,
+    MAX_SLOTS,
+    bad_request,
+    json_body,
+    need_choice,
+    need_dict,
+    need_int,
+    need_str,
+    need_str_list,
+    wait_seconds,
 )
 from boss_agent.errors import ControlPlaneError
 

@@ -2,7 +2,8 @@
 
 A pairing code is six digits shown as ``483-921``, single use, valid for its TTL. A
 device token is a random secret handed out once at pairing; only its sha256 is
-stored, so a copy of the database does not let anyone act as a device. A revoked
+stored, so a copy of the database does not let anyone act as a device. Ten wrong
+codes in a row void every open code, so the million codes cannot be searched. A revoked
 device's token stops working at once and its running tasks are abandoned (see
 ``queue.py``).
 """
@@ -10,14 +11,18 @@ device's token stops working at once and its running tasks are abandoned (see
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from typing import Any
 
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError
 
+logger = logging.getLogger(__name__)
+
 PAIRING_CODE_TTL_S = 600  # long enough to type it on another machine, short enough to be useless later
 PAIRING_CODE_DIGITS = 6
+MAX_FAILED_PAIRINGS = 10  # a typo or two is fine; a million-code search is not
 DEVICE_INFO_KEYS = ("deviceName", "hostname", "platform", "arch", "agentVersion")
 HEARTBEAT_KEYS = ("agentVersion", "state", "runningTaskIds", "maxConcurrentTasks", "capabilities", "system")
 
@@ -38,6 +43,7 @@ def format_code(digits: str) -> str:
 class Devices:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.failed_pairings = 0  # wrong codes since the last success (in memory: a restart forgives)
 
     def create_pairing_code(self, ttl_s: float = PAIRING_CODE_TTL_S) -> str:
         now = self.db.clock()
@@ -62,16 +68,31 @@ class Devices:
         token = secrets.token_urlsafe(32)
         with self.db.transaction() as conn:
             row = conn.execute("SELECT * FROM pairing_codes WHERE code = ?", (digits,)).fetchone()
-            if row is None or row["used_by"] is not None or len(digits) != PAIRING_CODE_DIGITS:
-                raise ControlPlaneError(400, "invalid_pairing_code", "the pairing code is not valid")
-            if row["expires_at"] <= now:
-                raise ControlPlaneError(410, "pairing_code_expired", "the pairing code has expired")
-            conn.execute("UPDATE pairing_codes SET used_by = ? WHERE code = ?", (device_id, digits))
-            conn.execute(
-                "INSERT INTO devices (device_id, token_hash, info, paired_at) VALUES (?, ?, ?, ?)",
-                (device_id, hash_token(token), dumps({k: info.get(k) for k in DEVICE_INFO_KEYS}), now),
-            )
+            valid = row is not None and row["used_by"] is None and len(digits) == PAIRING_CODE_DIGITS
+            if not valid:
+                self._failed_pairing(conn, now)  # committed: the refusal is raised after the transaction
+            elif row["expires_at"] > now:
+                conn.execute("UPDATE pairing_codes SET used_by = ? WHERE code = ?", (device_id, digits))
+                conn.execute(
+                    "INSERT INTO devices (device_id, token_hash, info, paired_at) VALUES (?, ?, ?, ?)",
+                    (device_id, hash_token(token), dumps({k: info.get(k) for k in DEVICE_INFO_KEYS}), now),
+                )
+                self.failed_pairings = 0
+        if not valid:
+            raise ControlPlaneError(400, "invalid_pairing_code", "the pairing code is not valid")
+        if row["expires_at"] <= now:
+            raise ControlPlaneError(410, "pairing_code_expired", "the pairing code has expired")
         return device_id, token
+
+    def _failed_pairing(self, conn: Any, now: float) -> None:
+        """Count a wrong code; too many in a row void every open code (no guessing them)."""
+        self.failed_pairings += 1
+        if self.failed_pairings >= MAX_FAILED_PAIRINGS:
+            self.failed_pairings = 0
+            conn.execute("UPDATE pairing_codes SET expires_at = ? WHERE used_by IS NULL AND expires_at > ?",
+                         (now, now))
+            logger.warning("%d wrong pairing codes in a row: every open pairing code was voided",
+                           MAX_FAILED_PAIRINGS)
 
     def authenticate(self, token: str) -> str | None:
         """The device id a bearer token belongs to, or None (unknown or revoked)."""

@@ -13,7 +13,8 @@ follow the device API's conventions (camelCase JSON, ``{"error": {code, message}
     GET  /api/local/tasks/{taskId}                    TaskView
     POST /api/local/tasks/{taskId}/cancel             {"status"}  (queued: cancelled now; running: asks the device)
     POST /api/local/tasks/{taskId}/retry              {}  (abandoned or failed → queued, attempt + 1)
-    POST /api/local/approvals/{taskId}/{approvalId}  {"decision"}   {}
+    POST /api/local/approvals/{taskId}/{approvalId}  {"decision"}   {}  (a string, or for userInput
+                                                      {"answers": {qid: {"answers": [text]}}})
     GET  /api/local/events                            text/event-stream: ``snapshot`` first (as
                                                       /api/local/state), then ``task`` (a TaskView) and
                                                       ``device`` (a Device) on every change
@@ -105,7 +106,9 @@ async def retry(request: web.Request) -> web.Response:
 @routes.post("/api/local/approvals/{taskId}/{approvalId}")
 async def decide(request: web.Request) -> web.Response:
     body = await json_body(request)
-    decision = need_str(body, "decision", limit=64)
+    decision = body.get("decision")
+    if not isinstance(decision, dict):  # answers to a userInput request are an object
+        decision = need_str(body, "decision", limit=64)
     request.app[CORE_KEY].decide(request.match_info["taskId"], request.match_info["approvalId"], decision)
     return web.json_response({})
 

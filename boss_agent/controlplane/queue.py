@@ -16,6 +16,9 @@ could do the work twice. The page shows it, and the user can requeue it
 abandoned task (a late result beats none); any other call on it gets 409, which
 tells the device to stop.
 
+Approvals are stored by ``approvals.py``; this module only checks that the device
+calling owns the task, and that a decision still has a running task to go to.
+
 Claims select and update in one ``BEGIN IMMEDIATE`` transaction, guarded by
 ``status = 'queued'``, so one task never goes to two devices.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from boss_agent.controlplane.approvals import Approvals
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError, TaskRejected
 from boss_agent.tasks import parse_task
@@ -50,6 +54,7 @@ class TaskQueue:
     def __init__(self, db: Database, lease_s: float) -> None:
         self.db = db
         self.lease_s = lease_s
+        self.approvals = Approvals(db)
 
     # -- submitting and reading -------------------------------------------------
 
@@ -96,7 +101,7 @@ class TaskQueue:
             "seq": row["seq"],
             "executionProgress": loads(row["card"]),
             "result": loads(row["result"]),
-            "approvals": self.approvals(row["task_id"]),
+            "approvals": self.approvals.for_task(row["task_id"]),
             "createdAt": iso(row["created_at"]),
             "updatedAt": iso(row["updated_at"]),
             "claimedAt": iso(row["claimed_at"]),
@@ -231,54 +236,23 @@ class TaskQueue:
                     " lease_expires_at = NULL WHERE task_id = ?", (now, now, task_id))
         return ids
 
-    # -- approvals ----------------------------------------------------------------
+    # -- approvals (stored by ``Approvals``; here only who may touch them) ---------------
 
     def create_approval(self, device_id: str, task_id: str, request: dict[str, Any]) -> bool:
-        """Store one approval request; False when it already existed (a retry)."""
         self._owned(device_id, task_id)
         self._renew(task_id)
-        cur = self.db.conn.execute(
-            "INSERT OR IGNORE INTO approvals (task_id, approval_id, request, status, created_at)"
-            " VALUES (?, ?, ?, 'pending', ?)",
-            (task_id, request["approvalId"], dumps(request), self.db.clock()),
-        )
-        return cur.rowcount == 1
-
-    def approval(self, task_id: str, approval_id: str) -> dict[str, Any]:
-        row = self.db.one("SELECT * FROM approvals WHERE task_id = ? AND approval_id = ?", task_id, approval_id)
-        if row is None:
-            raise ControlPlaneError(404, "approval_not_found", "no such approval")
-        return self._approval_view(row)
-
-    def approvals(self, task_id: str) -> list[dict[str, Any]]:
-        rows = self.db.all("SELECT * FROM approvals WHERE task_id = ? ORDER BY created_at, rowid", task_id)
-        return [self._approval_view(row) for row in rows]
-
-    def _approval_view(self, row: Any) -> dict[str, Any]:
-        return {**loads(row["request"]), "status": row["status"], "decision": row["decision"],
-                "createdAt": iso(row["created_at"]), "decidedAt": iso(row["decided_at"])}
+        return self.approvals.create(task_id, request)
 
     def poll_approval(self, device_id: str, task_id: str, approval_id: str) -> dict[str, Any]:
         row = self._row(task_id)
         if row["device_id"] != device_id:
             raise _not_owned("the task is not claimed by this device")
         self._renew(task_id)
-        return self.approval(task_id, approval_id)
+        return self.approvals.get(task_id, approval_id)
 
-    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+    def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         status = self._row(task_id)["status"]
-        current = self.approval(task_id, approval_id)
-        if current["status"] == "decided":
-            if current["decision"] == decision:
-                return
-            raise ControlPlaneError(409, "approval_already_decided", "the approval was already decided")
-        if status != "running":
+        current = self.approvals.get(task_id, approval_id)
+        if status != "running" and current["status"] == "pending":
             raise ControlPlaneError(409, "task_finished", f"the task is {status}")
-        allowed = current.get("availableDecisions") or ["accept", "decline"]
-        if decision not in allowed:
-            raise ControlPlaneError(400, "invalid_decision", "decision is not one of availableDecisions")
-        self.db.conn.execute(
-            "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ?"
-            " WHERE task_id = ? AND approval_id = ? AND status = 'pending'",
-            (decision, self.db.clock(), task_id, approval_id),
-        )
+        self.approvals.decide(task_id, approval_id, decision)

@@ -18,17 +18,23 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
-from boss_agent.controlplane import api, local, web as page
+from boss_agent.controlplane import api, local
+from boss_agent.controlplane import web as page
 from boss_agent.controlplane.core import Core
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
 from boss_agent.controlplane.security import (
-    SECRET_KEY, add_security_headers, host_is_loopback, load_or_create_secret, security_middleware,
+    SECRET_KEY,
+    add_security_headers,
+    host_is_loopback,
+    load_or_create_secret,
+    security_middleware,
 )
 from boss_agent.controlplane.wire import error_middleware
+from boss_agent.errors import ControlPlaneError
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +43,7 @@ SHUTDOWN_GRACE_S = 2.0  # long polls answer at once on exit; this only bounds a 
 SWEEP_MIN_S, SWEEP_MAX_S = 0.1, 5.0  # the sweeper looks for expired leases at a quarter lease, within these
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes fits comfortably
 URL_FILE = "controlplane.url"
+WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn fits
 
 
 def build_app(core: Core, secret: str) -> web.Application:
@@ -81,7 +88,7 @@ class ControlPlane:
             raise RuntimeError("the control plane is not running (use `async with`)")
         return self._core
 
-    async def __aenter__(self) -> ControlPlane:
+    async def __aenter__(self) -> Self:
         try:
             await self._start()
         except BaseException:
@@ -164,6 +171,30 @@ class ControlPlane:
 
     def revoke_device(self, device_id: str) -> None:
         self.core.revoke_device(device_id)
+
+    async def wait_task(
+        self, task_id: str, condition: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_TASK_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """The task's view once ``condition(view)`` holds; TimeoutError after ``timeout_s``.
+
+        Driven by the live events, not by polling (for `boss-agent task --follow` and tests).
+        """
+        async with asyncio.timeout(timeout_s):
+            while True:
+                # Subscribe before reading: a change in between arrives as an event.
+                async with self.core.events.subscribe() as sub:
+                    view = self.task(task_id)
+                    while not condition(view):
+                        item = await sub.queue.get()
+                        if item is None:
+                            break  # dropped (or shutting down): read afresh
+                        kind, payload = item
+                        if kind == "task" and payload["taskId"] == task_id:
+                            view = payload
+                    else:
+                        return view
+                if self.core.closing.is_set():
+                    raise ControlPlaneError(503, "shutting_down", "the control plane is stopping")
 
 
 async def serve(

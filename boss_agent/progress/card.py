@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from boss_agent.progress.sanitize import sanitize_text, strip_envelopes
+from boss_agent.progress.sanitize import sanitize_text, strip_environment_notices
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
@@ -288,7 +288,7 @@ def _plain(value: Any, workdir: str | None) -> Any:
 
 def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     """The agent's answer without Codex envelopes, sanitized (masking before the cut)."""
-    return sanitize_text(strip_envelopes(text).strip(), workdir=workdir, limit=limit, tail=True)
+    return sanitize_text(strip_environment_notices(text).strip(), workdir=workdir, limit=limit, tail=True)
 
 
 def answer_preview(card: Card) -> str | None:

@@ -110,8 +110,11 @@ def summary_part(card: Card, params: Mapping[str, Any]) -> Card:
 
 
 def plan_updated(card: Card, params: Mapping[str, Any]) -> Card:
+    plan = params.get("plan")
+    if not isinstance(plan, list):
+        return card
     steps = []
-    for entry in params.get("plan") or ():
+    for entry in plan:
         if isinstance(entry, Mapping) and isinstance(entry.get("step"), str):
             steps.append(Step(entry["step"], _STEP_STATUS.get(entry.get("status"), "pending")))
     return card.evolve(steps=tuple(steps))

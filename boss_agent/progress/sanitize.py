@@ -24,6 +24,10 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
         r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",  # JWT / JWS
         r"\b(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{8,}",  # OpenAI & co.
+        r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{8,}",  # Stripe
+        r"\bya29\.[A-Za-z0-9_-]{16,}",  # Google OAuth access token
+        r"\bxapp-[A-Za-z0-9-]{8,}",
+        r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
         r"\bgh[pousr]_[A-Za-z0-9]{16,}",
         r"\bgithub_pat_[A-Za-z0-9_]{16,}",
         r"\bxox[abprs]-[A-Za-z0-9-]{8,}",
@@ -51,6 +55,15 @@ _ENVELOPES = re.compile(
     r".*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_WINDOWS_HOME = re.compile(r"\b[A-Za-z]:[\\/](?:Users|Documents and Settings)[\\/][^\\/\s\"'<>]+", re.IGNORECASE)
+_FILE_URL = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
+# Lines of an answer that describe the device's execution set-up, not the user's question.
+_ENVIRONMENT_NOTICE = re.compile(
+    r"^[^\n]*\b(?:approval[_ ]policy|sandbox[_ ](?:mode|policy|permissions)|danger-full-access"
+    r"|workspace-write sandbox|read-only sandbox|sandbox is (?:read-only|workspace-write))\b[^\n]*(?:\n|$)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
 )
@@ -69,7 +82,8 @@ def mask_secrets(text: str) -> str:
     """Mask every secret-looking run in ``text``."""
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(MASK, text)
-    text = _URL.sub(_mask_url, text)
+    # file:///home/u/x is a path, not a web address: let the path rules rewrite it.
+    text = _URL.sub(_mask_url, _FILE_URL.sub("", text))
     return _KEYED_SECRET.sub(lambda m: m.group("key") + MASK, text)
 
 
@@ -95,12 +109,21 @@ def relativize_paths(text: str, workdir: str | Path | None = None, home: str | N
                 return replacement + path[len(root):] if root.endswith("/") else replacement
         return ".../" + path.rstrip("/").rsplit("/", 1)[-1] if path.count("/") > 1 else path
 
-    return _ABS_PATH.sub(rewrite, text)
+    return _ABS_PATH.sub(rewrite, _WINDOWS_HOME.sub("~", text))
 
 
 def strip_envelopes(text: str) -> str:
     """Drop Codex envelope fragments (environment context, injected instructions)."""
     return _ENVELOPES.sub("", text)
+
+
+def strip_environment_notices(text: str) -> str:
+    """For the agent's answer only: drop lines about the sandbox / approval set-up.
+
+    Not part of ``sanitize_text``: a warning such as "sandbox capped to workspace-write"
+    is meant for the user and must survive.
+    """
+    return _ENVIRONMENT_NOTICE.sub("", strip_envelopes(text))
 
 
 def sanitize_text(
@@ -117,7 +140,7 @@ def sanitize_text(
     expose half a secret.
     """
     text = value if isinstance(value, str) else str(value)
-    text = _INVISIBLE.sub("", strip_envelopes(text))
+    text = _INVISIBLE.sub("", _ANSI.sub("", strip_envelopes(text)))
     text = relativize_paths(mask_secrets(text), workdir)
     if limit is not None and len(text) > limit:
         text = ("…" + text[-(limit - 1):]) if tail else (text[: limit - 1] + "…")

@@ -35,9 +35,9 @@ class CardFeed:
     async def feed_exec(self, event: dict[str, Any]) -> None:
         await self._set(reduce_exec_event(self.card, event))
 
-    async def event(self, name: str, **params: Any) -> None:
-        """A runner lifecycle event, ``boss/<name>``."""
-        await self.feed({"method": f"boss/{name}", "params": params})
+    async def event(self, event: str, /, **params: Any) -> None:
+        """A runner lifecycle event, ``boss/<event>`` (positional-only: params may hold "name")."""
+        await self.feed({"method": f"boss/{event}", "params": params})
 
     async def status(self, status: str) -> None:
         await self.event("status", status=status, at=now_iso())

@@ -75,8 +75,7 @@ class AppServerTurn:
         ctx = self.ctx
         if ctx.thread_id:
             async with self.client.listen(ctx.thread_id) as listener:
-                await self._before_turn(self.client.thread_resume(
-                    ctx.thread_id, excludeTurns=True, **ctx.thread_params(), **extra))
+                await self._resume(extra)
                 return await self._start_and_follow(listener, inject)
         started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
         ctx.thread_id = started["thread"]["id"]
@@ -100,6 +99,21 @@ class AppServerTurn:
             return await self._follow(listener, answer_approvals=False)
 
     # ------------------------------------------------------------------ internals
+
+    async def _resume(self, extra: dict[str, Any]) -> None:
+        ctx = self.ctx
+        try:
+            await self.client.thread_resume(ctx.thread_id, excludeTurns=True, **ctx.thread_params(), **extra)
+            return
+        except RpcError as exc:
+            refused = exc
+        except AppServerError as exc:
+            raise TurnNotStarted(exc) from exc
+        # A thread started here that has no turn yet has no rollout to resume from, but it
+        # is loaded and usable as it is (turn/start still carries the approval policy).
+        loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
+        if ctx.thread_id not in (loaded or {}).get("data", []):
+            raise TurnNotStarted(refused) from refused
 
     async def _before_turn(self, call: Any) -> Any:
         try:

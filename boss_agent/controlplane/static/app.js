@@ -1,0 +1,305 @@
+// The local control plane's page: devices, tasks and their live progress cards.
+// Data only ever reaches the DOM through textContent / attributes (see el()), never
+// innerHTML, so nothing a device or a prompt contains can run here.
+"use strict";
+
+const devices = new Map();
+const tasks = new Map();
+const ACTIVE = new Set(["queued", "running"]);
+const RETRYABLE = new Set(["abandoned", "failed"]);
+const TITLE_CHARS = 200;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
+    else if (key === "on") for (const [k, v] of Object.entries(value)) node.addEventListener(k, v);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function when(iso) {
+  if (!iso) return "never";
+  const date = new Date(iso);
+  return isNaN(date) ? String(iso) : date.toLocaleString();
+}
+
+function section(title, cls, ...children) {
+  return el("div", { class: cls }, el("h3", {}, title), ...children);
+}
+
+async function call(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error((data.error && data.error.message) || `HTTP ${response.status}`);
+  return data;
+}
+
+// ---- devices -------------------------------------------------------------------
+
+function capabilityChips(caps) {
+  if (!caps) return [el("span", { class: "chip off" }, "no heartbeat yet")];
+  const chips = [];
+  const app = caps.codexAppServer || {};
+  const chip = (on, text) => el("span", { class: on ? "chip" : "chip off", data: { capability: text } }, text);
+  chips.push(chip(app.available, `codex app-server ${app.version || ""} ${app.transport || ""}`.trim()));
+  const meta = app.metadata || {};
+  if (meta.defaultModel) chips.push(chip(true, `model ${meta.defaultModel}`));
+  if (Array.isArray(meta.models)) chips.push(chip(true, `${meta.models.length} models`));
+  if (meta.error) chips.push(chip(false, `discovery: ${meta.error}`));
+  chips.push(chip((caps.codexExec || {}).available, "codex exec"));
+  const cu = caps.computerUse || {};
+  chips.push(chip(cu.codex || (cu.cuaDriver || {}).available, "computer use"));
+  return chips;
+}
+
+function renderDevice(device) {
+  const system = device.system || {};
+  const node = el("li", { class: "device", data: { deviceId: device.deviceId, revoked: device.revoked } },
+    el("div", { class: "name" }, device.deviceName || device.hostname || device.deviceId),
+    el("div", { class: "meta" },
+      [device.hostname, device.platform, device.arch, device.agentVersion && `boss-agent ${device.agentVersion}`]
+        .filter(Boolean).join(" · ")),
+    el("div", { class: "meta" },
+      el("span", { class: "state" }, device.revoked ? "revoked" : device.state || "unknown"), " · last heartbeat ",
+      el("span", { class: "last-heartbeat" }, when(device.lastHeartbeatAt)),
+      system.cpuCount ? ` · ${system.cpuCount} CPUs` : "",
+      system.memAvailableMb ? ` · ${system.memAvailableMb} MB free` : ""),
+    el("div", { class: "caps" }, capabilityChips(device.capabilities)),
+    device.revoked ? null : el("div", { class: "task-actions" },
+      el("button", { type: "button", class: "revoke", on: { click: () => act(node, "POST",
+        `/api/local/devices/${encodeURIComponent(device.deviceId)}/revoke`) } }, "Revoke")));
+  const old = document.querySelector(`#devices [data-device-id="${CSS.escape(device.deviceId)}"]`);
+  if (old) old.replaceWith(node); else document.getElementById("devices").append(node);
+  document.getElementById("no-devices").hidden = devices.size > 0;
+}
+
+// ---- the progress card ---------------------------------------------------------------
+
+function list(items, render) {
+  return el("ul", {}, (items || []).map(render));
+}
+
+function approvalsOf(view) {
+  const byId = new Map();
+  for (const a of view.approvals || []) byId.set(a.approvalId, { ...a, actionable: true });
+  const card = view.executionProgress || {};
+  for (const a of card.approvals || []) {
+    if (a && !byId.has(a.id)) byId.set(a.id, { approvalId: a.id, kind: a.kind, risk: a.risk,
+      summary: a.summary, status: a.status, actionable: false });
+  }
+  return [...byId.values()];
+}
+
+function renderApproval(view, approval) {
+  const pending = approval.actionable && approval.status === "pending" && view.status === "running";
+  const node = el("li", { class: "approval", data: { approvalId: approval.approvalId, status: approval.status } },
+    el("div", {}, el("strong", { class: "kind" }, approval.kind || "approval"),
+      approval.risk ? el("span", { class: "chip risk" }, `${approval.risk} risk`) : null, " ",
+      el("span", { class: "summary" }, approval.summary || "")),
+    el("div", { class: "meta decision" },
+      approval.status !== "decided" ? approval.status
+        : typeof approval.decision === "string" ? `decided: ${approval.decision}` : "answered"));
+  if (pending && approval.kind === "userInput" && (approval.questions || []).length) {
+    node.append(renderQuestions(view, approval, node));
+  } else if (pending) {
+    const labels = { accept: "Approve", acceptForSession: "Approve for session", decline: "Decline", cancel: "Cancel turn" };
+    node.append(el("div", { class: "actions" }, (approval.availableDecisions || ["accept", "decline"]).map((d) =>
+      el("button", { type: "button", data: { decision: d }, on: { click: () => act(node, "POST",
+        `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`,
+        { decision: d }) } }, labels[d] || d))));
+  }
+  return node;
+}
+
+// A userInput request: one fieldset per question (its options as radio buttons, plus
+// free text), answered in Codex's shape {answers: {id: {answers: [text]}}}.
+function renderQuestions(view, approval, node) {
+  const path = `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`;
+  const fields = approval.questions.map((q, index) => {
+    const name = `q-${approval.approvalId}-${index}`;
+    return el("fieldset", { class: "question", data: { questionId: q.id } },
+      el("legend", {}, q.header || `Question ${index + 1}`),
+      el("p", {}, q.question || ""),
+      (q.options || []).map((o) => el("label", { class: "option" },
+        el("input", { type: "radio", name, value: o.label }), " ", o.label,
+        o.description ? el("span", { class: "meta" }, ` — ${o.description}`) : null)),
+      el("input", { type: q.isSecret ? "password" : "text", class: "other", name: `${name}-other`,
+        placeholder: (q.options || []).length ? "Or type another answer" : "Your answer" }));
+  });
+  const send = () => {
+    const answers = {};
+    fields.forEach((field) => {
+      const typed = field.querySelector("input.other").value.trim();
+      const picked = field.querySelector("input[type=radio]:checked");
+      const text = typed || (picked && picked.value);
+      if (text) answers[field.dataset.questionId] = { answers: [text] };
+    });
+    act(node, "POST", path, { decision: { answers } });
+  };
+  const declines = (approval.availableDecisions || ["decline"]).filter((d) => !d.startsWith("accept"));
+  return el("div", { class: "questions" }, fields, el("div", { class: "actions" },
+    el("button", { type: "button", data: { decision: "answers" }, on: { click: send } }, "Send answers"),
+    declines.map((d) => el("button", { type: "button", data: { decision: d },
+      on: { click: () => act(node, "POST", path, { decision: d }) } }, d === "decline" ? "Decline" : d))));
+}
+
+function renderCard(view) {
+  const card = view.executionProgress || {};
+  const result = view.result || {};
+  const parts = [];
+  if (card.steps && card.steps.length) parts.push(section("Steps", "steps",
+    list(card.steps, (s) => el("li", { class: "step", data: { status: s.status } }, s.title))));
+  if (card.reasoningSummary && card.reasoningSummary.text) parts.push(section("Thinking", "reasoning",
+    el("div", {}, card.reasoningSummary.text)));
+  if (card.toolActivities && card.toolActivities.length) parts.push(section("Tools", "tools",
+    list(card.toolActivities, (t) => el("li", { class: "tool", data: { status: t.status } },
+      [t.summary || t.kind, t.name && `(${t.name})`, t.status && `· ${t.status}`].filter(Boolean).join(" ")))));
+  const approvals = approvalsOf(view);
+  if (approvals.length) parts.push(section("Approvals", "approvals",
+    el("ul", {}, approvals.map((a) => renderApproval(view, a)))));
+  if (card.fileChanges && card.fileChanges.length) parts.push(section("Files", "file-changes",
+    list(card.fileChanges, (f) => el("li", { class: "file-change", data: { change: f.change } },
+      `${f.change} ${f.path}`))));
+  if (card.branch) {
+    const b = card.branch;
+    parts.push(section("Branch", "branch", el("div", {}, [b.name, b.changedFiles != null && `${b.changedFiles} file${b.changedFiles === 1 ? "" : "s"}`,
+      b.insertions != null && `+${b.insertions}`, b.deletions != null && `−${b.deletions}`,
+      b.githubCli && `gh ${b.githubCli}`].filter(Boolean).join(" · "))));
+  }
+  if (card.artifacts && card.artifacts.length) parts.push(section("Artifacts", "artifacts",
+    list(card.artifacts, (a) => el("li", {}, `${a.name} (${a.kind})`))));
+  if (card.tokenUsage) {
+    const u = card.tokenUsage;
+    parts.push(section("Tokens", "token-usage", el("div", {}, [`${u.totalTokens ?? "?"} total`,
+      u.inputTokens != null && `${u.inputTokens} in`, u.outputTokens != null && `${u.outputTokens} out`,
+      u.contextWindow && `window ${u.contextWindow}`].filter(Boolean).join(" · "))));
+  }
+  if (card.warnings && card.warnings.length) parts.push(section("Warnings", "warnings",
+    list(card.warnings, (w) => el("li", { class: "warning" }, w.message || w.kind))));
+  const answer = result.resultText || card.answerPreview;
+  if (answer) parts.push(section(result.resultText ? "Result" : "Answer so far", "answer-section",
+    el("div", { class: "answer" }, answer)));
+  if (result.error) parts.push(section("Error", "error",
+    el("div", {}, `${result.error.code}: ${result.error.message || ""}`)));
+  return el("div", { class: "card" }, parts);
+}
+
+function renderTask(view) {
+  const card = view.executionProgress || {};
+  const prompt = (view.task && view.task.prompt) || "";
+  const title = prompt.split("\n")[0].slice(0, TITLE_CHARS);
+  const shown = view.status === "running" && card.status ? card.status : view.status;
+  const actions = [];
+  if (ACTIVE.has(view.status) && !view.cancelRequested) actions.push(el("button", { type: "button", class: "cancel",
+    on: { click: (e) => act(e.target.closest(".task"), "POST", `/api/local/tasks/${encodeURIComponent(view.taskId)}/cancel`) } },
+    "Cancel"));
+  if (RETRYABLE.has(view.status)) actions.push(el("button", { type: "button", class: "retry",
+    on: { click: (e) => act(e.target.closest(".task"), "POST", `/api/local/tasks/${encodeURIComponent(view.taskId)}/retry`) } },
+    "Retry"));
+  const node = el("li", { class: "task", data: { taskId: view.taskId, status: view.status } },
+    el("div", { class: "task-head" },
+      el("span", { class: "title", title: prompt.slice(0, 1000) }, title || view.taskId),
+      el("span", { class: "status", data: { status: shown } }, shown)),
+    el("div", { class: "meta" }, [view.taskId, `attempt ${view.attempt}`,
+      view.deviceId && `on ${(devices.get(view.deviceId) || {}).deviceName || view.deviceId}`,
+      card.backend || (view.result && view.result.backend), view.cancelRequested && "cancel requested",
+      `created ${when(view.createdAt)}`].filter(Boolean).join(" · ")),
+    renderCard(view),
+    actions.length ? el("div", { class: "task-actions" }, actions) : null);
+  const old = document.querySelector(`#tasks [data-task-id="${CSS.escape(view.taskId)}"]`);
+  if (old) old.replaceWith(node); else document.getElementById("tasks").prepend(node);
+  document.getElementById("no-tasks").hidden = tasks.size > 0;
+}
+
+// ---- actions and the live stream ----------------------------------------------------
+
+async function act(node, method, path, body) {
+  const buttons = node ? node.querySelectorAll("button") : [];
+  buttons.forEach((b) => { b.disabled = true; });
+  try {
+    await call(method, path, body);  // the change itself arrives over the event stream
+  } catch (err) {
+    buttons.forEach((b) => { b.disabled = false; });
+    if (node) node.append(el("div", { class: "action-error" }, err.message));
+  }
+}
+
+function setConnection(state, text) {
+  const badge = document.getElementById("connection");
+  badge.dataset.state = state;
+  badge.textContent = text;
+}
+
+function connect() {
+  const source = new EventSource("/api/local/events");
+  source.addEventListener("open", () => setConnection("live", "live"));
+  source.addEventListener("snapshot", (e) => {
+    const data = JSON.parse(e.data);
+    devices.clear(); tasks.clear();
+    document.getElementById("devices").replaceChildren();
+    document.getElementById("tasks").replaceChildren();
+    for (const d of data.devices) devices.set(d.deviceId, d);
+    for (const t of data.tasks) tasks.set(t.taskId, t);
+    data.devices.forEach(renderDevice);
+    [...data.tasks].reverse().forEach(renderTask);  // newest first: prepend oldest first
+    document.getElementById("no-devices").hidden = devices.size > 0;
+    document.getElementById("no-tasks").hidden = tasks.size > 0;
+  });
+  source.addEventListener("device", (e) => { const d = JSON.parse(e.data); devices.set(d.deviceId, d); renderDevice(d); });
+  source.addEventListener("task", (e) => { const t = JSON.parse(e.data); tasks.set(t.taskId, t); renderTask(t); });
+  source.addEventListener("error", async () => {
+    if (source.readyState !== EventSource.CLOSED) { setConnection("offline", "reconnecting…"); return; }
+    const probe = await fetch("/api/local/state").catch(() => null);
+    if (probe && probe.status === 401) {
+      setConnection("unauthorized", "not signed in: open the page URL printed by boss-agent up");
+    } else {
+      setConnection("offline", "offline, retrying…");
+      setTimeout(connect, 3000);  // EventSource gave up (e.g. the server restarted): start again
+    }
+  });
+}
+
+function setUp() {
+  const form = document.getElementById("submit-form");
+  const status = document.getElementById("submit-status");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const body = { prompt: data.get("prompt"), approvalMode: data.get("approvalMode") };
+    if (String(data.get("workdir") || "").trim()) body.workdir = String(data.get("workdir")).trim();
+    status.className = ""; status.textContent = "submitting…";
+    try {
+      const answer = await call("POST", "/api/local/tasks", body);
+      status.textContent = `queued ${answer.taskId}`;
+      status.dataset.taskId = answer.taskId;
+      form.elements.prompt.value = "";
+    } catch (err) {
+      status.className = "error"; status.textContent = err.message;
+    }
+  });
+  document.getElementById("pairing-button").addEventListener("click", async () => {
+    const out = document.getElementById("pairing-code");
+    try {
+      const answer = await call("POST", "/api/local/pairing-codes", {});
+      out.textContent = answer.pairingCode;
+      out.title = `valid for ${Math.round(answer.expiresInS / 60)} minutes`;
+    } catch (err) {
+      out.textContent = err.message;
+    }
+  });
+  connect();
+}
+
+document.addEventListener("DOMContentLoaded", setUp);
