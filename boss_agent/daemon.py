@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,11 @@ _NO_CAPS: dict[str, Any] = {
 }
 
 
+def gateway_worker_id(device_id: str) -> str:
+    """The default gateway worker id: the device id in the gateway's id alphabet."""
+    return "boss-agent-" + re.sub(r"[^A-Za-z0-9_.-]", "-", device_id)[:100]
+
+
 class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
@@ -63,6 +69,7 @@ class Daemon:
         self.shutdown = ShutdownController(config.grace_period_s, handle_signals=handle_signals)
         self.app: Any = None
         self.source: BossSource | None = None
+        self.gateway: Any = None
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
@@ -102,11 +109,8 @@ class Daemon:
             self.runner_caps = {k: caps[k] for k in ("codexExec", "computerUse") if k in caps}
 
     async def _discovery_loop(self) -> None:
-        try:
-            from boss_agent.appserver.discovery import DiscoveryCache
-        except ImportError:
-            logger.warning("capability discovery is not available in this build")
-            return
+        from boss_agent.appserver.discovery import DiscoveryCache
+
         cache = DiscoveryCache(self.config.state_dir, self.config.codex.app_server_discovery_ttl_ms)
         self.discovery = cache.load()
         ttl_s = max(self.config.codex.app_server_discovery_ttl_ms / 1000, DISCOVERY_RETRY_S)
@@ -116,6 +120,8 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - discovery is best effort, never fatal
                 logger.warning("capability discovery failed: %s", exc.__class__.__name__)
             await self._refresh_runner_caps()
+            if self.source is not None:
+                self.source.heartbeat.now.set()  # new capabilities: tell the server now
             failed = bool(((self.discovery or {}).get("metadata") or {}).get("error"))
             await asyncio.sleep(DISCOVERY_RETRY_S if failed else ttl_s)
 
@@ -172,7 +178,7 @@ class Daemon:
                 self.write_state()
 
     async def _start_codex(self, stack: contextlib.AsyncExitStack) -> None:
-        from boss_agent.appserver import AppServer
+        from boss_agent.appserver.client import AppServer
         from boss_agent.runner import Runner
 
         self.app = await stack.enter_async_context(
@@ -191,6 +197,13 @@ class Daemon:
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
             clock=self.wall_clock, **extra)
 
+    def _new_gateway(self, identity: Identity) -> Any:
+        from boss_agent.sources.gateway import Gateway
+
+        worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
+        return Gateway(self.config, self.runner, worker_id=worker_id,
+                       max_concurrent=self.config.max_concurrent_tasks)
+
     async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
         self.source = source = self._new_source(identity)
         async with asyncio.TaskGroup() as tg:
@@ -199,8 +212,9 @@ class Daemon:
             else:
                 await self._refresh_runner_caps()
                 background = []
-            # TODO(gateway): start boss_agent.sources.gateway.Gateway here when
-            # config.gateway.enabled, once the gateway branch has landed.
+            if self.config.gateway.enabled:
+                self.gateway = self._new_gateway(identity)
+                background.append(tg.create_task(self.gateway.run(), name="gateway"))
             source.start(tg)
             background.append(tg.create_task(self._state_loop(), name="state file"))
             background.append(tg.create_task(
@@ -214,7 +228,7 @@ class Daemon:
             await self.shutdown.stopping.wait()
             sd_notify(STOPPING)
             self.phase = "stopping"
-            await self._drain(source)
+            await self._drain(source)  # the gateway drains its own runs when cancelled
             await source.close()
             for task in background:
                 task.cancel()
