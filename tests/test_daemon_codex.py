@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -136,3 +137,41 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
         if proc.poll() is None:
             _kill_hard(proc)
         scripted_model.release()
+
+
+@pytest.mark.parametrize("decision", ["accept", "decline"])
+async def test_a_codex_approval_is_decided_through_the_control_planes_local_endpoint(
+    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
+    workdir: Path, scripted_model: sm.ScriptedModel, decision: str,
+) -> None:
+    cp, proxy = plane
+    config = make_config(tmp_path, proxy.url, codex__bin=codex_bin)
+    await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+    scripted_model.enqueue(
+        sm.turn(sm.shell_call("echo approved-run", sandbox_permissions="require_escalated",
+                              justification="the test asks before it runs a command")),
+        sm.turn(sm.message("all done")))
+    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
+                    retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
+    ready = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(daemon.run(ready))
+        await asyncio.wait_for(ready.wait(), 60)
+        task_id = cp.submit_task("run a command", workdir=str(workdir),
+                                 approvalPolicy="on-request", sandbox="workspace-write")
+        await proxy.wait_for(lambda: cp.task(task_id)["approvals"], timeout=60)
+        approval = cp.task(task_id)["approvals"][0]
+        async with httpx.AsyncClient(base_url=cp.url) as local:
+            answer = await local.post(f"/api/local/approvals/{task_id}/{approval['approvalId']}",
+                                      json={"decision": decision},
+                                      headers={"Authorization": f"Bearer {cp.secret}"})
+            assert answer.status_code == 200, answer.text
+        view = await finished(cp, proxy, task_id)
+        daemon.request_stop()
+        await asyncio.wait_for(job, WAIT_S)
+    assert view["result"]["status"] == "completed" and view["result"]["resultText"] == "all done"
+    assert len(view["approvals"]) == 1 and approval["kind"] == "command"
+    assert "echo" not in approval["summary"]  # no command text leaves the device
+    card_approvals = view["executionProgress"]["approvals"]
+    assert [a["status"] for a in card_approvals] == ["accepted" if decision == "accept" else "declined"]
+    assert len(proxy.requests("/approvals")) == 1  # one codex request, one approval

@@ -123,10 +123,11 @@ class TaskRuns:
         self.journal.add(task_id, task.attempt)
         self._tasks[task_id] = tg.create_task(self._run(task, cancel), name=f"task {task_id}")
 
-    def _spool(self, task_id: str, result: TaskResult) -> None:
+    def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
         self.spool.put_result(task_id, result)
         self.journal.remove(task_id)  # after the spool: a crash in between duplicates, never loses
-        self.on_spooled()
+        if deliver:
+            self.on_spooled()
 
     async def _run(self, task: Task, cancel: asyncio.Event) -> None:
         uploader = ProgressUploader(self.api, task.task_id, cancel)
@@ -137,7 +138,9 @@ class TaskRuns:
                 uploads = tg.create_task(uploader.run())
                 try:
                     result = await self._execute(task, sink, cancel)
-                    self._spool(task.task_id, result)
+                    # Durable first; delivered after the final card, which the server
+                    # refuses (409) once the task is complete.
+                    self._spool(task.task_id, result, deliver=False)
                 finally:
                     uploader.close(result.execution_progress if result else None)
                 async with asyncio.timeout(FINAL_UPLOAD_TIMEOUT_S):
@@ -154,6 +157,7 @@ class TaskRuns:
             self.running.pop(task.task_id, None)
             self._tasks.pop(task.task_id, None)
             self.changed.set()
+            self.on_spooled()
 
     async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
         logger.info("task %s started (%s)", task.task_id, task.intent)
