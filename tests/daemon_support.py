@@ -96,7 +96,10 @@ class FaultProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         assert self._client
-        raw = await request.read()
+        try:
+            raw = await request.read()
+        except ConnectionResetError:  # the daemon cancelled a long poll mid-request
+            return web.Response(status=499)
         for fault in self.faults:
             if fault.remaining > 0 and request.path.endswith(fault.suffix):
                 fault.remaining -= 1
