@@ -150,8 +150,9 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
                    "BOSS_STATE_DIR": settings["state_dir"], "BOSS_WORKSPACES": str(root),
                    "BOSS_CODEX_BIN": settings["codex.bin"], "CODEX_HOME": str(home),
                    "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning"}
-            proc = subprocess.Popen([sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(  # noqa: ASYNC220 - Popen returns at once
+                [sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 # Up: the daemon heartbeated (it does so right after READY).
                 deadline = time.monotonic() + START_TIMEOUT_S

@@ -31,7 +31,14 @@ from boss_agent import __version__
 from boss_agent.config import Config
 from boss_agent.errors import StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
-from boss_agent.lifecycle import READY, STOPPING, InstanceLock, ShutdownController, Watchdog, sd_notify
+from boss_agent.lifecycle import (
+    READY,
+    STOPPING,
+    InstanceLock,
+    ShutdownController,
+    Watchdog,
+    sd_notify,
+)
 from boss_agent.sources.boss import BossSource, RetryPolicy
 from boss_agent.statefile import utc_now, write_state
 from boss_agent.sysinfo import system_facts
@@ -42,6 +49,7 @@ logger = logging.getLogger(__name__)
 STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale
 DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
 CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
+GATEWAY_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
 FINAL_FLUSH_S = 5.0  # shutdown stays bounded; the spool survives for the next start
 _NO_CAPS: dict[str, Any] = {
     "codexExec": {"available": False, "version": None},
@@ -204,6 +212,15 @@ class Daemon:
         return Gateway(self.config, self.runner, worker_id=worker_id,
                        max_concurrent=self.config.max_concurrent_tasks)
 
+    @staticmethod
+    async def _gateway_ready(up: asyncio.Event) -> None:
+        # READY=1 means "serving"; a Redis that is down must not hold the Boss source back.
+        try:
+            async with asyncio.timeout(GATEWAY_READY_TIMEOUT_S):
+                await up.wait()
+        except TimeoutError:
+            logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
+
     async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
         self.source = source = self._new_source(identity)
         async with asyncio.TaskGroup() as tg:
@@ -214,7 +231,9 @@ class Daemon:
                 background = []
             if self.config.gateway.enabled:
                 self.gateway = self._new_gateway(identity)
-                background.append(tg.create_task(self.gateway.run(), name="gateway"))
+                gateway_up = asyncio.Event()
+                background.append(tg.create_task(self.gateway.run(gateway_up), name="gateway"))
+                await self._gateway_ready(gateway_up)
             source.start(tg)
             background.append(tg.create_task(self._state_loop(), name="state file"))
             background.append(tg.create_task(

@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
-
 from pathlib import Path
+from typing import Any, ClassVar, Self
 
 import httpx
 from aiohttp import web
 
 from boss_agent.config import Config, load_config
-
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
@@ -69,7 +67,7 @@ class FaultProxy:
                 self.changed.clear()
                 await self.changed.wait()
 
-    async def __aenter__(self) -> FaultProxy:
+    async def __aenter__(self) -> Self:
         self._client = httpx.AsyncClient(timeout=None)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -146,7 +144,7 @@ class StubRunner:
     or when the task's cancel event is set (cancelled), like the real runner does.
     """
 
-    capabilities = {"codexExec": {"available": True, "version": "test"}}
+    capabilities: ClassVar[dict[str, Any]] = {"codexExec": {"available": True, "version": "test"}}
 
     def __init__(self, cards: int = 3, approval: bool = False, hold: bool = False) -> None:
         self.cards = cards

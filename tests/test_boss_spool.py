@@ -9,7 +9,11 @@ import pytest
 
 from boss_agent.errors import StateError
 from boss_agent.identity import Identity, forget_identity, load_identity, save_identity
-from boss_agent.sources.boss.spool import AGENT_RESTARTED, CompletionSpool, RunningJournal
+from boss_agent.sources.boss.spool import (
+    AGENT_RESTARTED,
+    CompletionSpool,
+    RunningJournal,
+)
 from boss_agent.tasks import TaskResult
 
 SECRET = "tok_4f9a8b7c6d5e4f3a2b1c"

@@ -107,14 +107,14 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     cp, proxy = plane
-    await pair_device(tmp_path / "state", proxy.url, cp.create_pairing_code(), policy=FAST)
+    identity = await pair_device(tmp_path / "state", proxy.url, cp.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("first result")), sm.hang(sm.message("thinking")))
     proxy.fail("/complete", 10_000)  # the server is down for completes: results must spool
     proc = _daemon_process(tmp_path, proxy.url, codex_bin, codex_home)
     try:
         done_id = cp.submit_task("finish me", workdir=str(workdir))
         await proxy.wait_for(lambda: proxy.requests(f"/{done_id}/complete"), timeout=60)
-        hung_id = cp.submit_task("hang", workdir=str(workdir))
+        hung_id = cp.submit_task("canary-prompt-7731", workdir=str(workdir))
         await proxy.wait_for(lambda: proxy.requests(f"/{hung_id}/progress"), timeout=60)
         await asyncio.to_thread(scripted_model.wait_for_requests, 2, 60)
         _kill_hard(proc)
@@ -133,6 +133,8 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
         assert len(scripted_model.requests) == model_requests  # nothing was run again
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, EXIT_TIMEOUT_S) == 0
+        logs = (tmp_path / "daemon.log").read_text() + (tmp_path / "state" / "logs" / "boss-agent.log").read_text()
+        assert identity.token not in logs and "canary-prompt-7731" not in logs
     finally:
         if proc.poll() is None:
             _kill_hard(proc)

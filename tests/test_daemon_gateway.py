@@ -15,13 +15,19 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway.registry import worker_online
 from tests.daemon_support import WAIT_S, FaultProxy, StubRunner, make_config
-from tests.test_gateway_support import ask, delta_text, read_events, sdk_client, sdk_redis
+from tests.test_gateway_support import (
+    ask,
+    delta_text,
+    read_events,
+    sdk_client,
+    sdk_redis,
+)
 
 pytestmark = pytest.mark.redis
 
 
 async def test_the_daemon_serves_the_gateway_and_the_control_plane_together(
-    tmp_path: Path, redis_server,  # noqa: ANN001 - conftest's RedisProcess
+    tmp_path: Path, redis_server,
 ) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
         config = make_config(tmp_path, proxy.url, gateway__enabled=True,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import platform
 import socket
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 import httpx
@@ -81,7 +81,7 @@ class BossApi:
         return httpx.AsyncClient(base_url=self.server_url, headers=headers, timeout=timeout,
                                  follow_redirects=False, trust_env=False)
 
-    async def __aenter__(self) -> BossApi:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -12,7 +12,12 @@ import logging
 from pathlib import Path
 
 from boss_agent.errors import BossApiError
-from boss_agent.identity import DEFAULT_HEARTBEAT_INTERVAL_MS, Identity, forget_identity, save_identity
+from boss_agent.identity import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    Identity,
+    forget_identity,
+    save_identity,
+)
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.retry import RetryPolicy
 

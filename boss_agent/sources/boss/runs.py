@@ -21,7 +21,14 @@ from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.approvals import RemoteApprovals
 from boss_agent.sources.boss.progress import ProgressUploader
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
-from boss_agent.tasks import MAX_ID_CHARS, ApprovalRequest, Task, TaskResult, TaskRunner, parse_task
+from boss_agent.tasks import (
+    MAX_ID_CHARS,
+    ApprovalRequest,
+    Task,
+    TaskResult,
+    TaskRunner,
+    parse_task,
+)
 
 logger = logging.getLogger(__name__)
 

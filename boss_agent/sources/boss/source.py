@@ -21,7 +21,11 @@ from boss_agent.identity import Identity, identity_stamp, load_identity
 from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
 from boss_agent.sources.boss.approvals import RemoteApprovals
 from boss_agent.sources.boss.flusher import SpoolFlusher
-from boss_agent.sources.boss.heartbeat import HeartbeatLoop, clamp_interval_s, watch_clock
+from boss_agent.sources.boss.heartbeat import (
+    HeartbeatLoop,
+    clamp_interval_s,
+    watch_clock,
+)
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
