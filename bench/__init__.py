@@ -1,1 +1,1 @@
-"""Benchmarks, runnable as `python -m bench.<name>`."""
+"""Benchmarks: `python -m bench.<name>`."""

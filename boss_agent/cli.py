@@ -168,6 +168,16 @@ def run() -> None:
     guarded(start)
 
 
+def _mount_service_commands() -> None:
+    from boss_agent.service.commands import logs_command, service_app
+
+    app.add_typer(service_app, name="service")
+    app.command("logs", help="Show the daemon's log (-f to follow).")(logs_command)
+
+
+_mount_service_commands()
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

@@ -26,9 +26,9 @@ that meets them, and chained with ``raise ... from exc``.
     ├── GatewayError                Redis Streams gateway
     │   ├── DuplicateWorker         another process holds this worker id's lease
     │   └── BadCommand              a stream entry that is not a valid command (poison)
-    ├── ControlPlaneError           the embedded control plane refuses a request
-    │                               (``status``, ``code``: the HTTP error it answers)
-    └── ServiceError                `service install/uninstall`: systemctl/launchctl failed
+    ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
+    └── ControlPlaneError           the embedded control plane refuses a request
+                                    (``status``, ``code``: the HTTP error it answers)
 
 ``TaskFailed.code`` is the snake_case error code the device API reports in
 ``complete.error.code``; its message is always sanitized before it leaves the device.
@@ -175,20 +175,6 @@ class DuplicateWorker(GatewayError):
     """Another live process holds this worker id's lease."""
 
 
-class ControlPlaneError(BossAgentError):
-    """The embedded control plane refuses a request; carries its HTTP status and code."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        self.status = status
-        self.code = code
-        self.message = message
-        super().__init__(f"{code}: {message}")
-
-
-class ServiceError(BossAgentError):
-    """Installing or removing the system service failed (a file or a manager command)."""
-
-
 class BadCommand(GatewayError):
     """A gateway stream entry is not a valid command; it is acked as failed, never retried.
 
@@ -199,3 +185,17 @@ class BadCommand(GatewayError):
     def __init__(self, message: str, header: object = None) -> None:
         self.header = header
         super().__init__(message)
+
+
+class ServiceError(BossAgentError):
+    """Installing or removing the system service failed (a file or a manager command)."""
+
+
+class ControlPlaneError(BossAgentError):
+    """The embedded control plane refuses a request; carries its HTTP status and code."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        super().__init__(f"{code}: {message}")

@@ -172,8 +172,11 @@ def sd_notify(message: str, environ: Mapping[str, str] | None = None) -> bool:
     raw = (os.environ if environ is None else environ).get("NOTIFY_SOCKET")
     if not raw:
         return False
+    # Non-blocking: a unix datagram send blocks while the receiver's queue is full,
+    # and a stalled receiver must not freeze our event loop.
+    kind = socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        with socket.socket(socket.AF_UNIX, kind) as sock:
             sock.sendto(message.encode(), _notify_address(raw))
     except OSError as exc:
         logger.debug("sd_notify failed: %s", errno.errorcode.get(exc.errno or 0, exc))

@@ -6,6 +6,7 @@ so a test that cannot find codex or redis-server means the set-up is broken.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -17,6 +18,10 @@ from pathlib import Path
 import pytest
 
 from boss_agent.scripted_model import ScriptedModel, write_codex_home
+
+# by-framework (the gateway tests' peer) writes ./by-framework.log at import unless its
+# logger already has a handler: give it one, so no test litters the working tree.
+logging.getLogger("by-framework").addHandler(logging.NullHandler())
 
 REPO = Path(__file__).resolve().parent.parent
 PINNED_CODEX_VERSION = "0.171.0"

@@ -31,6 +31,8 @@ CARD = {
     "branch": {"name": "fix-parser", "changedFiles": 1, "insertions": 3, "deletions": 1},
     "tokenUsage": {"inputTokens": 1200, "outputTokens": 300, "totalTokens": 1500},
     "warnings": [{"kind": "warning", "message": "model rerouted"}],
+    "modelRoute": {"from": "gpt-a", "to": "gpt-b", "reason": "capacity"},
+    "backgroundAgents": [{"name": "reviewer", "status": "running", "source": "spawn"}],
     "answerPreview": "Looking at the parser " + HOSTILE,
 }
 
@@ -56,7 +58,7 @@ async def test_the_page_shows_a_device_and_a_task_and_records_an_approval_clicke
         await browser.wait_for(f"{task_css} .status", "waitingApproval")
         await browser.wait_for(f'{task_css} .step[data-status="inProgress"]', "Fix the test")
         for part, text in ((".tools", "ran a command"), (".file-changes", "src/parser.py"),
-                           (".branch", "fix-parser"), (".token-usage", "1500"), (".warnings", "rerouted")):
+                           (".branch", "fix-parser"), (".token-usage", "1500"), (".warnings", "rerouted"), (".details", "gpt-a → gpt-b"), (".details", "agent reviewer")):
             await browser.wait_for(f"{task_css} {part}", text)
 
         async with asyncio.TaskGroup() as group:
@@ -85,9 +87,10 @@ async def test_the_page_shows_a_device_and_a_task_and_records_an_approval_clicke
         await browser.type("#submit-form input[name=workdir]", "/src/app")
         await browser.click("#submit-form button[type=submit]")
         await browser.wait_for("#submit-status", "queued")
-        submitted = plane.tasks()[0]
+        new_id = await browser.attribute("#submit-status", "data-task-id")
+        submitted = plane.task(new_id)
         assert submitted["task"]["prompt"] == "Write the release notes" and submitted["task"]["workdir"] == "/src/app"
-        await browser.wait_for(f'[data-task-id="{submitted["taskId"]}"] .status', "queued")
+        await browser.wait_for(f'[data-task-id="{new_id}"][data-status="queued"] .status', "queued")
 
         # Everything hostile was shown as text, never parsed as markup.
         assert await browser.execute("return window.__pwned === undefined")

@@ -200,6 +200,9 @@ async def test_malformed_requests_get_4xx_with_the_contract_error_body(http, pla
     poll = await device.http.get(f"/api/v1/master-agent/tasks/{task_id}/approvals/a?waitMs=soon",
                                  headers=device.headers)
     assert poll.status_code == 400
+    huge = await http.post("/api/v1/devices/heartbeat", content=b"[" + b" " * (9 * 1024 * 1024) + b"]",
+                           headers=device.headers)
+    assert huge.status_code == 413 and error_code(huge)
     missing = await http.get("/api/v1/nothing-here")
     assert missing.status_code == 404 and error_code(missing) == "not_found"
     wrong_method = await http.get("/api/v1/devices/pair")

@@ -152,3 +152,103 @@ async def test_a_poison_entry_is_acked_as_failed_and_the_next_task_still_runs(re
 
 async def _status_is(redis, session: str, message_id: str, status: str) -> bool:
     return (await record_of(redis, session, message_id)).get("status") == status
+
+
+async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_the_task(redis_server):
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner, "w1"):
+        await ask(client, "s1", "approve ok", "msg-f")
+        await wait_until(lambda: _status_is(redis, "s1", "msg-f", "WAITING_USER"))
+        async with running_gateway(redis_server.url, ScriptRunner(), "w2") as other:
+            # Routed straight to w2, which does not hold the task.
+            await client.send_message(AGENT, "s1", "accept", action_type="RESUME", message_id="msg-f",
+                                      target_worker_id="w2", extra_payload={"status": "COMPLETED"})
+            events = await read_events(redis, "s1", "msg-f")
+            assert other.status["counts"]["forwarded"] == 1
+    assert runner.decisions["msg-f"] == "accept" and delta_text(events[-2]) == "ok accept"
+
+
+async def test_a_resume_for_a_task_suspended_on_a_worker_that_is_gone_fails_it_and_closes_its_stream(redis_server):
+    from by_framework.core.registry import WorkerRegistry
+
+    redis = sdk_redis(redis_server.url)
+    await WorkerRegistry(redis).save_execution({
+        "execution_id": "exec-l", "message_id": "msg-lost", "session_id": "s1", "worker_id": "w-gone",
+        "status": "WAITING_USER", "target_agent_type": AGENT, "parent_message_id": ""})
+    async with running_gateway(redis_server.url, ScriptRunner()):
+        await sdk_client(redis).send_message(AGENT, "s1", "accept", action_type="RESUME",
+                                             message_id="msg-lost", extra_payload={"status": "COMPLETED"})
+        events = await read_events(redis, "s1", "msg-lost")
+    assert events[-1].event_type == "appStreamResponse"
+    record = await record_of(redis, "s1", "msg-lost")
+    assert record["status"] == "FAILED" and record["error"]["code"] == "agent_restarted"
+
+
+async def test_a_whole_task_streams_the_same_events_the_sdk_emitter_writes_for_that_content(redis_server):
+    from by_framework.common.emitter import GatewayDataEmitter
+
+    redis = sdk_redis(redis_server.url)
+    async with running_gateway(redis_server.url, ScriptRunner()):
+        await ask(sdk_client(redis), "s1", "echo Hi there", "msg-same")
+        ours = await read_events(redis, "s1", "msg-same")
+    sdk = GatewayDataEmitter(redis)
+    ids = {"session_id": "s2", "trace_id": "trace-1", "source_agent_type": AGENT, "message_id": "msg-same"}
+    await sdk.emit_chunk(event="Hi there", **ids)
+    await sdk.emit_chunk(event="Hi there", event_type="finalAnswer", **ids)
+    await sdk.emit_chunk(event="", event_type="appStreamResponse", **ids)
+    theirs = await read_events(redis, "s2", "msg-same")
+
+    def comparable(message):
+        event = dict(vars(message), session_id="", timestamp=0)
+        event["data"] = dict(message.data, id="", created=0)
+        return event
+
+    assert [comparable(m) for m in ours] == [comparable(m) for m in theirs]
+
+
+async def test_a_runner_that_raises_fails_only_its_task(redis_server):
+    redis = sdk_redis(redis_server.url)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner):
+        await ask(sdk_client(redis), "s1", "boom", "msg-boom")
+        events = await read_events(redis, "s1", "msg-boom")
+        await ask(sdk_client(redis), "s1", "echo alive", "msg-alive")
+        await read_events(redis, "s1", "msg-alive")
+    assert events[-2].state_msg == "internal_error: RuntimeError"
+    assert (await record_of(redis, "s1", "msg-boom"))["error"]["code"] == "internal_error"
+
+
+async def test_stopping_the_gateway_reports_running_tasks_cancelled_and_gives_back_its_lease(redis_server):
+    redis = sdk_redis(redis_server.url)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner, "w-stop"):
+        await ask(sdk_client(redis), "s1", "hold", "msg-stop")
+        await asyncio.wait_for(runner.started_event("msg-stop").wait(), 15)
+        assert await redis.exists("byai_gateway:registry:worker:online:w-stop")
+    record = await record_of(redis, "s1", "msg-stop")
+    assert record["status"] == "CANCELLED" and record["cancel_reason"] == "worker_shutdown"
+    events = await read_events(redis, "s1", "msg-stop")
+    assert events[-1].event_type == "appStreamResponse"
+    assert not await redis.exists("byai_gateway:registry:worker:online:w-stop")
+    assert not await redis.sismember(f"byai_gateway:registry:agent_type:workers:{AGENT}", "w-stop")
+    assert (await redis.xpending(f"byai_gateway:ctrl:agent_type:{AGENT}", "agent_engines"))["pending"] == 0
+
+
+async def test_after_stop_accepting_running_tasks_finish_and_new_ones_stay_queued_for_peers(redis_server):
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner) as gateway:
+        await ask(client, "s1", "hold", "msg-drain")
+        await asyncio.wait_for(runner.started_event("msg-drain").wait(), 15)
+        gateway.stop_accepting()
+        await ask(client, "s1", "echo later", "msg-later")
+        assert not gateway.status["accepting"]
+        runner.gate.set()
+        await asyncio.wait_for(gateway.wait_idle(), 15)
+        assert (await record_of(redis, "s1", "msg-drain"))["status"] == "COMPLETED"
+    assert runner.runs == ["msg-drain"]
+    group = (await redis.xinfo_groups(f"byai_gateway:ctrl:agent_type:{AGENT}"))[0]
+    assert group["lag"] == 1 and group["pending"] == 0  # still there for another worker

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
+import redis.exceptions as redis_errors
 from by_framework.client.client import GatewayClient
 from by_framework.core.protocol.data_message import DataMessage
 from by_framework.core.registry import WorkerRegistry
@@ -35,9 +36,10 @@ def gateway_config(redis_url: str, agent_types: tuple[str, ...] = (AGENT,)) -> C
 
 
 class ScriptRunner:
-    """A TaskRunner driven by the prompt: ``echo X``, ``approve X``, ``wait``, ``card``."""
+    """A TaskRunner driven by the prompt: ``echo X``, ``approve X``, ``wait``, ``hold``, ``card``."""
 
     def __init__(self) -> None:
+        self.gate = asyncio.Event()  # ``hold`` tasks finish when the test opens it
         self.runs: list[str] = []
         self.started: dict[str, asyncio.Event] = {}
         self.decisions: dict[str, Any] = {}
@@ -52,6 +54,11 @@ class ScriptRunner:
         if verb == "wait":
             await cancel.wait()
             return TaskResult("cancelled", error_code="cancelled")
+        if verb == "boom":
+            raise RuntimeError("runner bug")
+        if verb == "hold":
+            await self.gate.wait()
+            return TaskResult("completed", result_text="held")
         if verb == "approve":
             decision = await sink.request_approval(ApprovalRequest(
                 "ap1", "command", "run the tests", "low", ("accept", "decline", "cancel")))
@@ -128,7 +135,11 @@ async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,
     last, found = "0", []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        reply = await redis.xread({stream: last}, block=200, count=100)
+        try:
+            reply = await redis.xread({stream: last}, block=200, count=100)
+        except redis_errors.ConnectionError:  # a test that restarts redis-server
+            await asyncio.sleep(0.05)
+            continue
         for _, entries in reply or ():
             for entry_id, fields in entries:
                 last = entry_id

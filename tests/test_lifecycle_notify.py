@@ -55,6 +55,14 @@ def test_sd_notify_to_a_socket_nobody_listens_on_returns_false_instead_of_raisin
     assert sd_notify(READY, {"NOTIFY_SOCKET": notify_path}) is False
 
 
+def test_sd_notify_never_blocks_when_the_receiver_stops_reading(notify_path, receiver):
+    # The kernel queues only a few datagrams for a socket nobody reads; then a
+    # blocking send would hang the daemon's loop. Ours gives up instead.
+    results = [sd_notify(WATCHDOG, {"NOTIFY_SOCKET": notify_path}) for _ in range(2000)]
+    assert results[0] is True
+    assert False in results
+
+
 def test_watchdog_interval_is_half_of_watchdog_usec():
     assert Watchdog.from_env({"WATCHDOG_USEC": "30000000"}).interval_s == 15.0
     assert Watchdog.from_env({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": str(os.getpid())}).enabled

@@ -92,6 +92,9 @@ class Browser:
     async def text(self, css: str) -> str:
         return await self.command("GET", f"/element/{await self.find(css)}/text")
 
+    async def attribute(self, css: str, name: str) -> str | None:
+        return await self.command("GET", f"/element/{await self.find(css)}/attribute/{name}")
+
     async def execute(self, script: str, *args: Any) -> Any:
         return await self.command("POST", "/execute/sync", {"script": script, "args": list(args)})
 

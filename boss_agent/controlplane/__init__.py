@@ -17,6 +17,7 @@ Modules, by responsibility:
     events.py    long-poll signals and the SSE broadcaster
     db.py        SQLite connection and schema
     wire.py      JSON bodies, field checks, the error body, the error middleware
+    client.py    ``LocalClient``: the local API from Python (for `boss-agent task`)
 
 Python API::
 
@@ -26,7 +27,14 @@ Python API::
         cp.submit_task(prompt, **task_fields) -> taskId   # camelCase fields of device API §3
         cp.task(task_id) -> TaskView;  cp.tasks();  cp.devices()
         cp.cancel_task(task_id);  cp.decide(task_id, approval_id, decision);  cp.revoke_device(device_id)
+        await cp.wait_task(task_id, condition, timeout_s=600) -> TaskView   # event-driven
     await serve(db_path, host, port, ready=callback)       # until cancelled
+
+    async with LocalClient.for_db_dir(db_dir) as client:   # or LocalClient(url, secret)
+        await client.submit(prompt, **fields) -> taskId;  await client.task(task_id)
+        async for view in client.follow(task_id): ...      # until finished, over SSE
+        await client.cancel(task_id);  await client.decide(task_id, approval_id, decision)
+        await client.pairing_code(ttl_s=None)
 
 Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)::
 
@@ -53,6 +61,7 @@ approvals ([{approvalId, kind, summary, risk, availableDecisions, status
 claimedAt, completedAt, task (the submitted Task fields with prompt)}``.
 """
 
+from boss_agent.controlplane.client import LocalClient
 from boss_agent.controlplane.server import LEASE_S, ControlPlane, serve
 
-__all__ = ["LEASE_S", "ControlPlane", "serve"]
+__all__ = ["LEASE_S", "ControlPlane", "LocalClient", "serve"]

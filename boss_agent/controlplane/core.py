@@ -102,6 +102,7 @@ class Core:
         self.devices.revoke(device_id)
         logger.info("device %s revoked", device_id)
         self._device_changed(device_id)
+        self.queue_changed.fire()  # its parked claims look again, and get their 401 now
         for task_id in self.queue.expire_leases(device_id):
             self._task_changed(task_id)
 

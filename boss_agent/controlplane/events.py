@@ -51,11 +51,17 @@ class Subscription:
 class Broadcaster:
     def __init__(self) -> None:
         self._subscribers: set[Subscription] = set()
+        self.subscribed = Signal()  # fired on every new subscriber (a test can wait for a stream)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[Subscription]:
         sub = Subscription()
         self._subscribers.add(sub)
+        self.subscribed.fire()
         try:
             yield sub
         finally:

@@ -5,6 +5,7 @@ Task lifecycle on the control plane (``status``):
     queued ──claim──▶ running ──complete──▶ completed | failed | cancelled
       │                 │
       └─cancel─▶ cancelled   └─lease expired / device revoked──▶ abandoned ──retry──▶ queued
+                                                (failed can be retried too)
 
 Leases. A claim gives the device a lease of ``lease_s`` seconds on the task. The
 lease is renewed by a heartbeat that lists the task in ``runningTaskIds``, by a

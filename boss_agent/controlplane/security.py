@@ -30,6 +30,7 @@ from aiohttp import web
 from boss_agent.controlplane.wire import Handler, error_response
 
 SECRET_FILE = "controlplane.secret"
+URL_FILE = "controlplane.url"  # written by a running ControlPlane beside its database; how clients find it
 OPEN_PATHS = ("/api/health",)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 SECURITY_HEADERS = {

@@ -28,6 +28,7 @@ from boss_agent.controlplane.core import Core
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
 from boss_agent.controlplane.security import (
     SECRET_KEY,
+    URL_FILE,
     add_security_headers,
     host_is_loopback,
     load_or_create_secret,
@@ -42,7 +43,6 @@ LEASE_S = 60  # four missed 15 s heartbeats: rides out a hiccup, yet a dead devi
 SHUTDOWN_GRACE_S = 2.0  # long polls answer at once on exit; this only bounds a straggling handler
 SWEEP_MIN_S, SWEEP_MAX_S = 0.1, 5.0  # the sweeper looks for expired leases at a quarter lease, within these
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes fits comfortably
-URL_FILE = "controlplane.url"
 WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn fits
 
 

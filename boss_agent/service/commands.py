@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 
@@ -32,10 +32,9 @@ ConfigOption = Annotated[
 SystemOption = Annotated[
     bool, typer.Option("--system/--user", help="system-wide service instead of a user one")
 ]
-T = TypeVar("T")
 
 
-def _guarded(action: Callable[[], T]) -> T:
+def _guarded[T](action: Callable[[], T]) -> T:
     try:
         return action()
     except ConfigError as exc:

@@ -29,13 +29,14 @@ import boss_agent
 from boss_agent.codexbin import find_codex
 from boss_agent.config import Config
 from boss_agent.errors import AppServerUnavailable, ServiceError
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.progress.sanitize import mask_secrets
 from boss_agent.service import units
 from boss_agent.service.manager import Host, lingering_enabled, service_file
 
 logger = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT_S = 60  # systemctl/launchctl answer in well under a second; 60 covers a slow boot
+MAX_ERROR_CHARS = 300  # systemctl's first complaint is the useful part
 PASSTHROUGH_ENV = ("CODEX_HOME",)  # user settings codex reads; never secrets
 _DEFAULT_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 _DARWIN_PATH = ("/opt/homebrew/bin", "/usr/local/bin")
@@ -313,11 +314,13 @@ def run_command(
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         if check:
-            raise ServiceError(f"`{shlex.join(argv)}` failed: {exc.__class__.__name__}") from exc
+            message = f"`{shlex.join(argv)}` failed: {exc.__class__.__name__}"
+            raise ServiceError(mask_secrets(message)) from exc
         return None
     if check and done.returncode != 0:
-        detail = sanitize_text((done.stderr or done.stdout).strip(), limit=300)
-        raise ServiceError(f"`{shlex.join(argv)}` failed (exit {done.returncode}): {detail}")
+        detail = (done.stderr or done.stdout).strip()[:MAX_ERROR_CHARS]
+        # Masked, not path-rewritten: the user needs the real paths to fix this.
+        raise ServiceError(mask_secrets(f"`{shlex.join(argv)}` failed (exit {done.returncode}): {detail}"))
     if done.returncode != 0:
         logger.debug("ignored failure of %s (exit %s)", argv[0], done.returncode)
     return done

@@ -155,6 +155,28 @@ function renderQuestions(view, approval, node) {
       on: { click: () => act(node, "POST", path, { decision: d }) } }, d === "decline" ? "Decline" : d))));
 }
 
+// The card's smaller facts, one chip each (thread, model, account, helpers).
+function cardDetails(card) {
+  const chips = [];
+  const chip = (key, text) => chips.push(el("span", { class: "chip", data: { detail: key } }, text));
+  const thread = card.threadStatus;
+  if (thread && thread.state) chip("thread", `thread ${thread.state}`);
+  if (card.threadGoal && card.threadGoal.text) chip("goal", `goal: ${card.threadGoal.text}`);
+  const settings = card.threadSettings || {};
+  if (settings.model) chip("model", [settings.model, settings.reasoningEffort].filter(Boolean).join(" "));
+  if (card.modelRoute) chip("route", `rerouted ${card.modelRoute.from} → ${card.modelRoute.to}`);
+  if (card.modelVerification && card.modelVerification.status) chip("verification", `model ${card.modelVerification.status}`);
+  const account = card.accountStatus || {};
+  if (account.rateLimited) chip("rate-limit", "rate limited");
+  else if (account.primaryUsedPercent != null) chip("usage", `${account.primaryUsedPercent}% of plan used`);
+  if (card.compaction && card.compaction.count) chip("compaction", `compacted ×${card.compaction.count}`);
+  if (card.realtime && card.realtime.state) chip("realtime", `realtime ${card.realtime.state}`);
+  for (const s of card.mcpServers || []) chip("mcp", `MCP ${s.name}: ${s.status}`);
+  for (const a of card.backgroundAgents || []) chip("agent", `agent ${a.name}: ${a.status}`);
+  for (const c of card.threadCollaboration || []) chip("collaboration", `${c.tool}: ${c.status}`);
+  return chips;
+}
+
 function renderCard(view) {
   const card = view.executionProgress || {};
   const result = view.result || {};
@@ -188,6 +210,8 @@ function renderCard(view) {
   }
   if (card.warnings && card.warnings.length) parts.push(section("Warnings", "warnings",
     list(card.warnings, (w) => el("li", { class: "warning" }, w.message || w.kind))));
+  const details = cardDetails(card);
+  if (details.length) parts.push(section("Details", "details", el("div", { class: "caps" }, details)));
   const answer = result.resultText || card.answerPreview;
   if (answer) parts.push(section(result.resultText ? "Result" : "Answer so far", "answer-section",
     el("div", { class: "answer" }, answer)));

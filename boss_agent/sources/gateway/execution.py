@@ -28,7 +28,12 @@ import redis.asyncio as aioredis
 
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.sources.gateway import wire
-from boss_agent.sources.gateway.registry import TERMINAL, ExecutionRecords, with_status, worker_online
+from boss_agent.sources.gateway.registry import (
+    TERMINAL,
+    ExecutionRecords,
+    with_status,
+    worker_online,
+)
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.tasks import Task, TaskResult, TaskRunner
@@ -73,10 +78,12 @@ class Shared:
 class Reporter:
     """Ends one task on the wire: closing events, terminal record, caller reply, ack."""
 
-    def __init__(self, shared: Shared, header: wire.Header, entry: Entry | None) -> None:
+    def __init__(self, shared: Shared, header: wire.Header, entry: Entry | None,
+                 execution_id: str | None = None) -> None:
         self.shared = shared
         self.header = header
         self.entry = entry
+        self.execution_id = execution_id  # pinned after the first write
         self.publisher = Publisher(shared.redis, shared.context(header), shared.policy,
                                    sub_agent=bool(header.source_agent_type))
         self.acked = entry is None
@@ -86,10 +93,19 @@ class Reporter:
             await self.shared.ack(self.entry)
             self.acked = True
 
-    async def set_status(self, status: str, **fields: Any) -> dict[str, Any] | None:
-        header, worker_id = self.header, self.shared.worker_id
+    async def set_status(self, status: str, **fields: Any) -> bool:
+        """Move the record to ``status``; False (nothing written) if it already ended.
 
-        def mutate(record: dict[str, Any] | None) -> dict[str, Any]:
+        A terminal record is never overwritten: whoever ended the task first wins, so
+        a task is reported once even when two workers race over a reclaimed entry.
+        """
+        header, worker_id = self.header, self.shared.worker_id
+        written = False
+
+        def mutate(record: dict[str, Any] | None) -> dict[str, Any] | None:
+            nonlocal written
+            if record and record.get("status") in TERMINAL:
+                return None
             record = record or {
                 "execution_id": "", "message_id": header.message_id,
                 "session_id": header.session_id, "trace_id": header.trace_id,
@@ -97,10 +113,15 @@ class Reporter:
                 "source_agent_type": header.source_agent_type or "client",
                 "target_agent_type": header.target_agent_type,
                 "cancel_requested": False, "cancel_reason": ""}
+            written = True
             return with_status(record, status, worker_id=worker_id, **fields)
 
-        return await self.shared.policy.call(
-            "record", self.shared.records.update, header.session_id, header.message_id, mutate)
+        record = await self.shared.policy.call(
+            "record", self.shared.records.update, header.session_id, header.message_id, mutate,
+            self.execution_id)
+        if written and record:
+            self.execution_id = record["execution_id"]
+        return written
 
     async def finish(self, status: str, *, text: str = "", code: str = "", message: str = "",
                      reason: str = "") -> None:
@@ -114,7 +135,11 @@ class Reporter:
                                            metadata={"errorCode": code} if code else None))
         events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT))
         error = {"code": code, "message": sanitize_text(message or code)} if code else None
-        await self.set_status(status, error=error, **({"cancel_reason": reason} if reason else {}))
+        if not await self.set_status(status, error=error,
+                                     **({"cancel_reason": reason} if reason else {})):
+            logger.warning("task had already ended elsewhere; not reported again")
+            await self.ack()
+            return
         await self.publisher.write(*events)
         await self._reply_to_caller(status, text, code, message, reason)
         await self.ack()
@@ -173,9 +198,11 @@ class Execution:
         report: asyncio.Future[None] | None = None
         try:
             entry = self.reporter.entry
-            await self.reporter.set_status(
-                "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
-                caller_agent_type=self.ask.header.source_agent_type)
+            if not await self.reporter.set_status(
+                    "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
+                    caller_agent_type=self.ask.header.source_agent_type):
+                await self.reporter.ack()  # it ended between our check and our claim
+                return
             result = await self._run_runner_with_pump()
             report = asyncio.ensure_future(self._report(result))
             await asyncio.shield(report)
@@ -193,8 +220,8 @@ class Execution:
                     await report
                 else:
                     await self.reporter.finish("CANCELLED", reason="worker_shutdown")
-        except (TimeoutError, Exception):
-            logger.warning("could not report a task stopped by shutdown")
+        except Exception as exc:  # noqa: BLE001 - best effort while stopping; bounded above
+            logger.warning("could not report a task stopped by shutdown (%s)", type(exc).__name__)
 
     async def _run_runner_with_pump(self) -> TaskResult:
         async with asyncio.TaskGroup() as tg:
@@ -217,7 +244,7 @@ class Execution:
             asyncio.current_task().uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
-        except Exception as exc:  # the runner's contract is to never raise; guard anyway
+        except Exception as exc:
             logger.exception("runner raised for a gateway task")
             return TaskResult("failed", error_code="internal_error",
                               error_message=sanitize_text(type(exc).__name__))

@@ -17,6 +17,12 @@ pending while its task runs, for minutes, so idle time alone cannot tell a dead
 worker from a busy one. Only entries of consumers whose lease is gone, idle for
 longer than a lease TTL, are claimed; XCLAIM's min-idle check makes two reclaimers
 race safely. What happens to a reclaimed task is decided in ``execution.py``.
+
+Known limits: a RESUME that arrives on the agent-type stream while every slot is
+held by a *running* task waits for a slot (the worker-stream reader has none); a
+network partition longer than the lease TTL lets a peer reclaim and fail tasks this
+worker is still running (their later reports are then dropped: a terminal record
+is never overwritten). A ``Gateway`` runs once: ``run`` closes its Redis client.
 """
 
 from __future__ import annotations
@@ -29,9 +35,21 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from boss_agent.config import Config
-from boss_agent.errors import BadCommand, ConfigError, DuplicateWorker, GatewayError, TaskRejected
+from boss_agent.errors import (
+    BadCommand,
+    ConfigError,
+    DuplicateWorker,
+    GatewayError,
+    TaskRejected,
+)
 from boss_agent.sources.gateway import keys, wire
-from boss_agent.sources.gateway.execution import Entry, Execution, Reporter, Shared, classify_start
+from boss_agent.sources.gateway.execution import (
+    Entry,
+    Execution,
+    Reporter,
+    Shared,
+    classify_start,
+)
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -77,6 +95,10 @@ class Gateway:
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
+        self._task_reader: asyncio.Task[None] | None = None
+        self._accepting = True
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._ready = False
         self._connected = False
         self._fatal: BaseException | None = None
@@ -90,8 +112,24 @@ class Gateway:
             "ready": self._ready, "connected": self._connected,
             "max_concurrent": self.max_concurrent,
             "running": len(self.executions) - suspended, "suspended": suspended,
-            "counts": dict(self.shared.stats),
+            "accepting": self._accepting, "counts": dict(self.shared.stats),
         }
+
+    def stop_accepting(self) -> None:
+        """Take no new ASK_AGENT from the agent-type streams; RESUME/CANCEL still work.
+
+        The first half of a graceful stop: then ``await wait_idle()`` within the grace
+        period, then cancel ``run`` (tasks still running are reported CANCELLED). An
+        entry the reader had just received stays pending for this worker id and is
+        recovered at the next start (or by a peer once this lease has expired).
+        """
+        self._accepting = False
+        if self._task_reader is not None:
+            self._task_reader.cancel()
+
+    async def wait_idle(self) -> None:
+        """Return once no task runs or waits for the user on this worker."""
+        await self._idle.wait()
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
@@ -105,7 +143,8 @@ class Gateway:
                 self._tg = tg
                 tg.create_task(self._heartbeat_loop(presence))
                 tg.create_task(self._recover_own_pending())
-                tg.create_task(self._task_loop())
+                if self._accepting:
+                    self._task_reader = tg.create_task(self._task_loop())
                 tg.create_task(self._control_loop())
                 tg.create_task(self._reclaim_loop())
                 self._ready = True
@@ -133,7 +172,7 @@ class Gateway:
         try:
             async with asyncio.timeout(RELEASE_TIMEOUT_S):
                 await presence.release()
-        except Exception as exc:  # Redis down at exit: the lease simply expires
+        except Exception as exc:  # noqa: BLE001 - Redis down at exit: the lease just expires
             logger.warning("could not release the worker lease (%s)", type(exc).__name__)
         await self.redis.aclose()
 
@@ -171,17 +210,21 @@ class Gateway:
 
     async def _task_loop(self) -> None:
         block = self.timing.read_block_ms
+        slots = self.shared.slots
         while True:
-            await self.shared.slots.acquire()
-            handed = False
+            await slots.acquire()
+            held = 1
+            while not slots.locked():  # take every free slot now: one read for a burst
+                await slots.acquire()
+                held += 1
             try:
-                entries = await self._read({s: ">" for s in self._agent_streams}, 1, block)
+                entries = await self._read({s: ">" for s in self._agent_streams}, held, block)
                 for entry, fields in entries:
-                    await self._dispatch(entry, fields, slot_held=not handed)
-                    handed = True
+                    await self._dispatch(entry, fields, slot_held=held > 0)
+                    held = max(held - 1, 0)
             finally:
-                if not handed:
-                    self.shared.slots.release()
+                for _ in range(held):
+                    slots.release()
 
     async def _control_loop(self) -> None:
         while True:
@@ -273,6 +316,7 @@ class Gateway:
             self._starting.discard(message_id)
             raise
         self.executions[message_id] = execution
+        self._idle.clear()
         self._starting.discard(message_id)
         if early := self._early_cancels.pop(message_id, None):
             execution.request_cancel(*early)
@@ -280,6 +324,8 @@ class Gateway:
             await self._guard(execution.run())
         finally:
             self.executions.pop(message_id, None)
+            if not self.executions:
+                self._idle.set()
 
     async def _prepare(self, ask: wire.Ask, entry: Entry) -> Execution | None:
         """An Execution to run, or None when the ASK was answered without running."""

@@ -131,12 +131,32 @@ class ExecutionRecords:
             return None
         return _decode(await self.redis.hget(reg, keys.EXEC_FIELD + execution_id.decode()))
 
+    async def find(self, session_id: str, message_id: str, status: str) -> dict[str, Any] | None:
+        """A record of ``message_id`` in ``status``, wherever ``msg_map`` points.
+
+        The SDK client's ``send_message(action_type="RESUME")`` writes a fresh QUEUED
+        record and re-points ``msg_map`` at it, so the suspended task's own record is
+        found by scanning the session's records (a session holds a handful).
+        """
+        found = await self.get(session_id, message_id)
+        if found and found.get("status") == status:
+            return found
+        everything = await self.redis.hgetall(keys.session_registry(session_id))
+        for name, raw in everything.items():
+            record = _decode(raw) if name.startswith(keys.EXEC_FIELD.encode()) else None
+            if record and record.get("message_id") == message_id and record.get("status") == status:
+                return record
+        return None
+
     async def update(
         self, session_id: str, message_id: str,
         mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+        execution_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Atomically read-modify-write one record; ``mutate`` returns None to leave it.
 
+        The record is the one ``msg_map:{message_id}`` points to, or ``execution_id``'s
+        when given (a task keeps its own record even after a RESUME re-pointed the map).
         Returns the record as written (or as found, when mutate declined).
         """
         reg = keys.session_registry(session_id)
@@ -144,7 +164,7 @@ class ExecutionRecords:
             async with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     await pipe.watch(reg)
-                    current = await self._read(pipe, reg, message_id)
+                    current = await self._read(pipe, reg, message_id, execution_id)
                     new = mutate(dict(current) if current else None)
                     if new is None:
                         await pipe.unwatch()
@@ -157,11 +177,14 @@ class ExecutionRecords:
         raise RuntimeError("execution record kept changing under us")
 
     @staticmethod
-    async def _read(pipe: Any, reg: str, message_id: str) -> dict[str, Any] | None:
-        execution_id = await pipe.hget(reg, keys.MSG_MAP_FIELD + message_id)
+    async def _read(pipe: Any, reg: str, message_id: str,
+                    execution_id: str | None) -> dict[str, Any] | None:
         if execution_id is None:
-            return None
-        return _decode(await pipe.hget(reg, keys.EXEC_FIELD + execution_id.decode()))
+            raw_id = await pipe.hget(reg, keys.MSG_MAP_FIELD + message_id)
+            if raw_id is None:
+                return None
+            execution_id = raw_id.decode()
+        return _decode(await pipe.hget(reg, keys.EXEC_FIELD + execution_id))
 
     @staticmethod
     def _write(pipe: Any, reg: str, message_id: str, record: dict[str, Any]) -> None:

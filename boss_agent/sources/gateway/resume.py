@@ -45,7 +45,7 @@ async def _close_lost_task(gw: Gateway, record: dict[str, Any], session_id: str,
     except BadCommand:
         logger.warning("execution record with invalid ids left alone")
         return
-    reporter = Reporter(gw.shared, header, None)
+    reporter = Reporter(gw.shared, header, None, str(record.get("execution_id") or "") or None)
     if status == "FAILED":
         await reporter.finish(status, code="agent_restarted",
                               message="the worker holding this task stopped; it cannot resume")
@@ -61,9 +61,9 @@ async def route_resume(gw: Gateway, command: wire.Resume, entry: Entry) -> None:
             logger.warning("RESUME for a task that is not waiting for the user; dropped")
         await gw.shared.ack(entry)
         return
-    record = await gw.shared.records.get(header.session_id, header.message_id) or {}
+    record = await gw.shared.records.find(header.session_id, header.message_id, "WAITING_USER") or {}
     owner = str(record.get("worker_id") or "")
-    if record.get("status") != "WAITING_USER":
+    if not record:
         logger.warning("RESUME for a task that is not suspended; dropped")
     elif owner and owner != gw.worker_id and await worker_online(gw.redis, owner):
         payload = {"data": json.dumps(_command_dict(command))}

@@ -60,8 +60,14 @@ class RetryPolicy:
             before_sleep=log,
         )
 
-    async def call(self, what: str, fn, *args, **kwargs):  # noqa: ANN001, ANN201 - thin wrapper
+    async def call(self, what: str, fn, *args, **kwargs):
         """Await ``fn(*args, **kwargs)`` under this policy."""
+        try:  # the fast path: no retry machinery is built unless the first attempt fails
+            return await fn(*args, **kwargs)
+        except Exception as exc:
+            if not is_retryable(exc):
+                raise
+            logger.warning("redis %s failed (%s); retrying", what, type(exc).__name__)
         async for attempt in self.retrying(what):
             with attempt:
                 return await fn(*args, **kwargs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,9 @@ from boss_agent.tasks import ApprovalRequest
 
 logger = logging.getLogger(__name__)
 
+# The SDK re-sets the 7-day TTL on every event; once a minute keeps the same expiry
+# (to the minute) at half the commands. The first write of every publisher sets it.
+EXPIRE_REFRESH_S = 60.0
 COALESCE_INTERVAL_S = 0.25  # ≤4 card events a second per task: smooth on a phone, light on Redis
 _SUB_AGENT_TYPES = {wire.ANSWER_DELTA: wire.REASONING_LOG_DELTA, wire.FINAL_ANSWER: wire.REASONING_LOG_DELTA}
 
@@ -40,6 +44,7 @@ class Publisher:
         self.sub_agent = sub_agent
         self.stream = keys.data_stream(ctx.session_id)
         self.written = 0
+        self._expire_due = 0.0  # the first write always sets the TTL
 
     def _adapt(self, event: dict[str, Any]) -> dict[str, Any] | None:
         # A task called by another agent streams reasoning only; the caller owns the stream end.
@@ -56,12 +61,20 @@ class Publisher:
             await self.policy.call("event write", self._write, batch)
 
     async def _write(self, batch: list[dict[str, Any]]) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for event in batch:
-            pipe.xadd(self.stream, {"data": json.dumps(event)},
-                      maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
-        pipe.expire(self.stream, keys.SESSION_TTL_S)
-        await pipe.execute()
+        expire = time.monotonic() >= self._expire_due
+        if len(batch) == 1 and not expire:  # the common streaming case: one round trip, one command
+            await self.redis.xadd(self.stream, {"data": json.dumps(batch[0])},
+                                  maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            for event in batch:
+                pipe.xadd(self.stream, {"data": json.dumps(event)},
+                          maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
+            if expire:
+                pipe.expire(self.stream, keys.SESSION_TTL_S)
+            await pipe.execute()
+        if expire:
+            self._expire_due = time.monotonic() + EXPIRE_REFRESH_S
         self.written += len(batch)
 
 
@@ -183,7 +196,7 @@ class GatewaySink:
             self._wake.clear()
             try:
                 await self.flush()
-            except Exception as exc:  # retryable errors were retried; drop, keep the task alive
+            except Exception as exc:  # noqa: BLE001 - retried already; drop, keep the task
                 logger.warning("dropped task events after a Redis error (%s)", type(exc).__name__)
             if self._closed:
                 return
