@@ -28,9 +28,19 @@ import httpx
 from boss_agent.appserver import auth
 from boss_agent.appserver.process import ChildProcess, spawn_app_server
 from boss_agent.appserver.rpc import Dispatcher, RequestId
-from boss_agent.appserver.transports import StdioTransport, Transport, open_unix, open_websocket
+from boss_agent.appserver.transports import (
+    StdioTransport,
+    Transport,
+    open_unix,
+    open_websocket,
+)
 from boss_agent.config import CodexSettings
-from boss_agent.errors import AppServerError, AppServerUnavailable, AuthRejected, RpcError
+from boss_agent.errors import (
+    AppServerError,
+    AppServerUnavailable,
+    AuthRejected,
+    RpcError,
+)
 from boss_agent.progress.sanitize import sanitize_text
 
 logger = logging.getLogger(__name__)
