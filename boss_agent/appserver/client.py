@@ -124,9 +124,9 @@ class AppServer:
                     await self._group.__aexit__(None, None, None)
         except TimeoutError:
             logger.warning("codex app-server teardown took over %s s; killing it", TEARDOWN_TIMEOUT_S)
-        finally:
             if self._conn is not None and self._conn.child is not None:
                 self._conn.child.kill_group()  # bounded teardown: never leave codex behind
+        finally:
             self._notify()
 
     async def client(self) -> AppServerClient:
