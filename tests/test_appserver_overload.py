@@ -9,6 +9,7 @@ codex's unix listener) that answers -32001 a set number of times.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -22,12 +23,14 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.connect import Connector, dial
 from boss_agent.appserver.methods import AppServerClient, OverloadPolicy
 from boss_agent.appserver.rpc import Dispatcher
-from boss_agent.errors import SERVER_OVERLOADED, ServerOverloaded
+from boss_agent.errors import METHOD_NOT_FOUND, SERVER_OVERLOADED, ServerOverloaded
 from tests.test_appserver_transports import codex_settings
 
 BURST = 3000  # facts §3i: 3000 pipelined config/read gave ~700 overload replies
 BURST_TIMEOUT_S = 60
 CONCURRENT_CALLS = 400
+SERVER_REQUESTS = {0: "item/commandExecution/requestApproval", 1: "item/fileChange/requestApproval",
+                   2: "item/tool/requestUserInput", 3: "item/tool/call", 4: "no/such/request"}
 FAST = OverloadPolicy(max_retries=3, initial_s=0.001, max_s=0.005, jitter_s=0.001)
 
 
@@ -78,12 +81,23 @@ class OverloadingServer:
 
     def __init__(self) -> None:
         self.attempts: Counter[str] = Counter()
+        self.answers: dict[int, dict[str, Any]] = {}
+        self.all_answered = asyncio.Event()
+        self.request_ids: list[Any] = []
 
     async def handle(self, ws: ServerConnection) -> None:
         await ws.send("this is not json")  # must be counted, not fatal
         await ws.send(json.dumps({"id": 424242, "result": {}}))  # nobody asked: dropped
+        for request_id, method in SERVER_REQUESTS.items():  # nobody listens: defaults
+            await ws.send(json.dumps({"id": request_id, "method": method, "params": {"threadId": "t"}}))
         async for frame in ws:
             request = json.loads(frame)
+            if "method" not in request:
+                self.answers[request["id"]] = request
+                if len(self.answers) == len(SERVER_REQUESTS):
+                    self.all_answered.set()
+                continue
+            self.request_ids.append(request["id"])
             method = request["method"]
             self.attempts[method] += 1
             overloads = int(method.split(":")[1])
@@ -100,7 +114,8 @@ async def stub_client(tmp_path: Path) -> AsyncIterator[tuple[AppServerClient, Ov
     stub = OverloadingServer()
     path = tmp_path / "stub.sock"
     async with unix_serve(stub.handle, str(path)):
-        dispatcher = Dispatcher(await dial(f"unix://{path}", None))
+        ids = (f"boss-{n}" for n in itertools.count())  # injectable: string ids round-trip
+        dispatcher = Dispatcher(await dial(f"unix://{path}", None), ids=ids)
         async with asyncio.TaskGroup() as tg:
             tg.create_task(dispatcher.run())
             yield AppServerClient(dispatcher, timeout_s=10, policy=FAST), stub
@@ -125,3 +140,17 @@ async def test_server_overloaded_beyond_three_retries_raises_it(
     assert raised.value.code == SERVER_OVERLOADED
     assert stub.attempts["flaky:10"] == 4  # the first try and three retries
     assert client.dispatcher.pending_count == 0
+
+
+async def test_server_requests_nobody_listens_to_get_safe_defaults_at_once(
+    stub_client: tuple[AppServerClient, OverloadingServer],
+) -> None:
+    client, stub = stub_client
+    assert await client.call("flaky:0") == {"attempt": 1}
+    async with asyncio.timeout(10):
+        await stub.all_answered.wait()
+    results = {i: stub.answers[i].get("result") for i in range(4)}
+    assert results == {0: {"decision": "decline"}, 1: {"decision": "decline"}, 2: {"answers": {}},
+                       3: {"contentItems": [], "success": False}}
+    assert stub.answers[4]["error"]["code"] == METHOD_NOT_FOUND
+    assert stub.request_ids == ["boss-0"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from boss_agent import scripted_model as sm
+from boss_agent.appserver import connect
 from boss_agent.appserver.client import AppServer, RestartPolicy
 from boss_agent.appserver.connect import Connector
 from boss_agent.appserver.methods import AppServerClient
@@ -96,9 +97,18 @@ async def test_an_unrouted_approval_is_declined_by_default(
     assert "rejected by user" in second.tool_outputs()["call_sh"]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "ws"])
 async def test_a_killed_child_fails_pending_requests_at_once_and_the_next_request_works(
-    app: AppServer, workdir: Path,
+    transport: str, codex_bin: str, codex_home: Path, workdir: Path, tmp_path: Path,
 ) -> None:
+    settings = codex_settings(codex_bin, app_server_transport=transport)
+    async with AppServer(settings, state_dir=tmp_path / "state", codex_home=codex_home,
+                         restart_policy=FAST_RESTART) as app:
+        await kill_and_recover(app, workdir)
+        assert app.status["transport"] == transport
+
+
+async def kill_and_recover(app: AppServer, workdir: Path) -> None:
     client = await app.client()
     thread = (await client.thread_start(cwd=str(workdir)))["thread"]
     pid = app.child_pid
@@ -187,3 +197,21 @@ async def test_turn_start_after_a_timeout_never_starts_a_second_turn(
     started, listed = turns
     assert [t["id"] for t in listed["data"]] == [started["turn"]["id"]]
     assert len(scripted_model.requests) == 1
+
+
+async def test_a_wedged_child_fails_its_health_probe_and_is_restarted(
+    codex_bin: str, codex_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(connect, "HEALTH_INTERVAL_S", 0.1)  # production: 30 s
+    monkeypatch.setattr(connect, "HEALTH_TIMEOUT_S", 0.5)
+    async with AppServer(codex_settings(codex_bin), state_dir=tmp_path / "state",
+                         codex_home=codex_home, restart_policy=FAST_RESTART) as app:
+        client = await app.client()
+        pid = app.child_pid
+        assert pid is not None
+        os.killpg(pid, signal.SIGSTOP)  # alive but deaf: only the probe can notice
+        async with asyncio.timeout(EVENT_TIMEOUT_S):
+            await client.dispatcher.closed.wait()
+        restarted = await app.client()
+        assert app.child_pid != pid
+        assert "config" in await restarted.call("config/read", {})

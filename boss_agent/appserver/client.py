@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from tenacity import (
     AsyncRetrying,
@@ -101,7 +101,7 @@ class AppServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> AppServer:
+    async def __aenter__(self) -> Self:
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         self._task = self._group.create_task(self._supervise())
@@ -122,9 +122,11 @@ class AppServer:
             async with asyncio.timeout(TEARDOWN_TIMEOUT_S):
                 if self._group is not None:
                     await self._group.__aexit__(None, None, None)
-        finally:
+        except TimeoutError:
+            logger.warning("codex app-server teardown took over %s s; killing it", TEARDOWN_TIMEOUT_S)
             if self._conn is not None and self._conn.child is not None:
                 self._conn.child.kill_group()  # bounded teardown: never leave codex behind
+        finally:
             self._notify()
 
     async def client(self) -> AppServerClient:
@@ -167,7 +169,7 @@ class AppServer:
                 async for attempt in self.restart_policy.retrying(self._went_down):
                     with attempt:
                         await self._run_once()
-            except Exception:  # noqa: BLE001 - tenacity retries every Exception; only a bug lands here
+            except Exception:
                 logger.exception("codex app-server supervisor failed; retrying")
                 self._set_state("down")
                 await asyncio.sleep(self.restart_policy.max_s)

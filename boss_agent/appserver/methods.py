@@ -22,12 +22,23 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
 from boss_agent.appserver.rpc import Dispatcher
-from boss_agent.errors import ConnectionClosed, RequestTimeout, RpcError, ServerOverloaded
+from boss_agent.errors import (
+    ConnectionClosed,
+    RequestTimeout,
+    RpcError,
+    ServerOverloaded,
+)
 
 logger = logging.getLogger(__name__)
 

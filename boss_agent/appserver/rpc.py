@@ -154,7 +154,7 @@ class Dispatcher:
             await request.answer_default()
         except ConnectionClosed:
             raise
-        except Exception as exc:  # noqa: BLE001 - must become a wire error, never kill the loop
+        except Exception as exc:
             logger.exception("answering app-server request %s failed", request.method)
             await self.answer(request.id, None, {"code": INTERNAL_ERROR, "message": type(exc).__name__})
 
