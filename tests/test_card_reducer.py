@@ -289,3 +289,24 @@ def test_exec_json_events_build_the_same_kind_of_card() -> None:
     failed = reduce_exec_event(card, {"type": "turn.failed", "error": {"message": "stream closed"}})
     assert failed.warnings[-1].kind == "error"
     assert reduce_exec_event(card, {"type": "brand.new"}).ignored_count == card.ignored_count + 1
+
+
+def test_the_preview_window_never_shows_part_of_a_secret_that_starts_before_it() -> None:
+    url = "https://host/" + "p" * 900 + "?token=QUERYCANARY"
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "KEYCANARY\n" * 200 + "-----END RSA PRIVATE KEY-----"
+    for text in ("x " * 400 + "Authorization: Bearer AUTHCANARY " + "y" * 450,
+                 "x " * 400 + url + " tail",
+                 "x " * 400 + key + " tail"):
+        card = run(note("item/agentMessage/delta", itemId="m", delta=text))
+        preview = card.to_dict()["answerPreview"]
+        assert "CANARY" not in preview and len(preview) <= 500
+
+
+def test_to_dict_hands_out_fresh_objects_every_time() -> None:
+    card = run(note("turn/plan/updated", plan=[{"step": "a", "status": "pending"}]),
+               note("boss/branch", gitOperations=["commit"]))
+    first = card.to_dict()
+    first["steps"][0]["title"] = "changed"
+    first["branch"]["gitOperations"].append("push")
+    assert card.to_dict()["steps"][0]["title"] == "a"
+    assert card.to_dict()["branch"]["gitOperations"] == ["commit"]

@@ -22,11 +22,11 @@ from typing import Any
 
 from boss_agent.progress import approvals, boss_events
 from boss_agent.progress import notifications as n
-from boss_agent.progress.card import Card, Reasoning, Step, key_of
+from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
 from boss_agent.progress.items import ITEMS, add_changes, close_open_items
 
-__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage"]
+__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage", "final_answer"]
 
 Handler = Callable[[Card, Mapping[str, Any]], Card]
 MAX_UNKNOWN_NAMES = 20  # remember a few unknown method names for a debug log line
@@ -263,7 +263,7 @@ REQUESTS: dict[str, tuple[RequestHandler | None, str]] = {
 
 def _at(message: Mapping[str, Any], card: Card) -> Any:
     at = message.get("emittedAtMs")
-    return at if isinstance(at, int) and not isinstance(at, bool) else card.updatedAt
+    return at if type(at) is int else card.updatedAt
 
 
 def _unknown(card: Card, method: Any) -> Card:
@@ -275,13 +275,19 @@ def _unknown(card: Card, method: Any) -> Card:
 
 def reduce(card: Card, message: dict) -> Card:
     """The next card after one wire message (notification, server request or boss event)."""
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         return _unknown(card, None)
     method = message.get("method")
-    if not isinstance(method, str):
-        return card  # a response to one of our requests: nothing for the card
     params = message.get("params")
-    params = params if isinstance(params, Mapping) else {}
+    if type(params) is not dict:
+        params = params if isinstance(params, Mapping) else {}
+    if method == "item/agentMessage/delta":
+        # The hot path: nine in ten messages of a task are answer deltas (bench_card.py).
+        delta = params.get("delta")
+        if type(delta) is str:
+            return card.evolve(answer=card.answer + delta, updatedAt=_at(message, card))
+    if type(method) is not str:
+        return card  # a response to one of our requests: nothing for the card
     if method.startswith("boss/"):
         return boss_events.reduce_boss(card, method, params)
     is_request = "id" in message
