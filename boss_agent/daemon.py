@@ -247,15 +247,17 @@ class Daemon:
             await self.shutdown.stopping.wait()
             sd_notify(STOPPING)
             self.phase = "stopping"
-            await self._drain(source)  # the gateway drains its own runs when cancelled
+            await self._drain(source)
             await source.close()
             for task in background:
                 task.cancel()
 
     async def _drain(self, source: BossSource) -> None:
         source.stop_claiming()
+        if self.gateway is not None:
+            self.gateway.stop_accepting()
         self.write_state()
-        await self._first(source.runs.wait_idle(), self.shutdown.force_cancel.wait())
+        await self._first(self._all_idle(source), self.shutdown.force_cancel.wait())
         if source.runs.running:
             source.runs.cancel_all()
             with contextlib.suppress(TimeoutError):
@@ -265,6 +267,13 @@ class Daemon:
             source.runs.abort()  # the runner ignored the cancel: its runs spool `cancelled`
             await source.runs.wait_idle()
         await source.final_flush(FINAL_FLUSH_S)
+        # The gateway's run is cancelled with the other background loops; it reports
+        # the tasks it still runs as CANCELLED itself.
+
+    async def _all_idle(self, source: BossSource) -> None:
+        await source.runs.wait_idle()
+        if self.gateway is not None:
+            await self.gateway.wait_idle()
 
     @staticmethod
     async def _first(*waits: Any) -> None:
