@@ -119,6 +119,17 @@ async def test_completes_survive_a_server_answering_500_for_a_while(paired: Any)
         await spool_empty(daemon)
 
 
+async def test_a_failing_progress_endpoint_never_holds_back_the_result(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.fail("/progress", 10_000, 503)
+    async with running(config, StubRunner(cards=20)):
+        task_id = cp.submit_task("progress is down")
+        view = await finished(cp, proxy, task_id)
+    assert view["result"]["resultText"] == "done: progress is down"
+    assert all(s.status == 503 for s in proxy.requests("/progress"))
+    assert view["executionProgress"]["status"] == "completed"  # carried by `complete`
+
+
 async def test_malformed_tasks_fail_with_a_code_and_the_loop_goes_on(paired: Any) -> None:
     cp, proxy, config, _ = paired
     proxy.inject_claim([

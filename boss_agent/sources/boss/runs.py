@@ -150,10 +150,9 @@ class TaskRuns:
                     self._spool(task.task_id, result, deliver=False)
                 finally:
                     uploader.close(result.execution_progress if result else None)
-                async with asyncio.timeout(FINAL_UPLOAD_TIMEOUT_S):
-                    await asyncio.shield(uploads)
-        except TimeoutError:
-            logger.info("final progress upload of task %s did not finish in time", task.task_id)
+                # Not in this body: an exception here would reach the group as an
+                # ExceptionGroup; the helper ends the upload itself when time is up.
+                tg.create_task(self._bounded(uploads, task.task_id))
         except asyncio.CancelledError:
             if result is None:  # forced shutdown: the runner never returned
                 self._spool(task.task_id, TaskResult(
@@ -165,6 +164,15 @@ class TaskRuns:
             self._tasks.pop(task.task_id, None)
             self.changed.set()
             self.on_spooled()
+
+    @staticmethod
+    async def _bounded(uploads: asyncio.Task[None], task_id: str) -> None:
+        try:
+            async with asyncio.timeout(FINAL_UPLOAD_TIMEOUT_S):
+                await asyncio.shield(uploads)
+        except TimeoutError:
+            logger.info("final progress upload of task %s did not finish in time", task_id)
+            uploads.cancel()
 
     async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
         logger.info("task %s started (%s)", task.task_id, task.intent)
