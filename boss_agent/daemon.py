@@ -123,11 +123,11 @@ class Daemon:
         self.discovery = cache.load()
         ttl_s = max(self.config.codex.app_server_discovery_ttl_ms / 1000, DISCOVERY_RETRY_S)
         while True:
+            await self._refresh_runner_caps()  # quick probes first: exec and computer use
             try:
                 self.discovery = await cache.get(self.app)
             except Exception as exc:  # noqa: BLE001 - discovery is best effort, never fatal
                 logger.warning("capability discovery failed: %s", exc.__class__.__name__)
-            await self._refresh_runner_caps()
             if self.source is not None:
                 self.source.heartbeat.now.set()  # new capabilities: tell the server now
             failed = bool(((self.discovery or {}).get("metadata") or {}).get("error"))

@@ -22,6 +22,7 @@ from boss_agent.config import Config, load_config
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
+PROXY_SHUTDOWN_S = 1.0  # in-flight proxied long polls are abandoned at teardown
 
 
 @dataclass
@@ -71,7 +72,7 @@ class FaultProxy:
         self._client = httpx.AsyncClient(timeout=None)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=PROXY_SHUTDOWN_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -81,8 +82,9 @@ class FaultProxy:
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._runner and self._client
-        await self._runner.cleanup()
+        # Upstream long polls of a daemon that is gone would hold the cleanup for ~25 s.
         await self._client.aclose()
+        await self._runner.cleanup()
 
     def _record(self, request: web.Request, raw: bytes, status: int) -> None:
         try:
@@ -109,8 +111,11 @@ class FaultProxy:
             return web.json_response({"tasks": self.claim_injections.pop(0)})
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() not in ("host", "content-length", "transfer-encoding")}
-        upstream = await self._client.request(request.method, self.upstream + request.path_qs,
-                                              content=raw, headers=headers)
+        try:
+            upstream = await self._client.request(request.method, self.upstream + request.path_qs,
+                                                  content=raw, headers=headers)
+        except (httpx.HTTPError, RuntimeError):  # torn down mid-request
+            return web.Response(status=502)
         self._record(request, raw, upstream.status_code)
         content = upstream.content
         if request.path.endswith("/heartbeat") and self.heartbeat_interval_ms and upstream.is_success:
