@@ -7,9 +7,11 @@ only with ``--debug``. Nothing here prints a token, a prompt or a home path.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -127,8 +129,6 @@ def pair(
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
     """Pair this device with a Boss control plane; prints the device id, never the token."""
-    import asyncio
-
     from boss_agent.sources.boss.pairing import pair_device
 
     def run() -> str:
@@ -155,8 +155,6 @@ def unpair() -> None:
 @app.command()
 def run() -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
-    import asyncio
-
     from boss_agent.daemon import Daemon
     from boss_agent.logs import setup_logging
 
@@ -166,6 +164,55 @@ def run() -> None:
         asyncio.run(Daemon(config).run())
 
     guarded(start)
+
+
+@app.command()
+def task(
+    prompt: Annotated[str, typer.Argument(help="what Codex should do")],
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="the project directory")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", help="continue this Codex thread")] = None,
+    follow: Annotated[bool, typer.Option("--follow/--no-follow", help="draw the live card until it ends")] = True,
+) -> None:
+    """Submit a task to the local control plane and follow its progress card."""
+    from rich.console import Console
+
+    from boss_agent.controlplane import LocalClient
+    from boss_agent.task_follow import controlplane_dir, submit_and_follow
+
+    fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
+    if thread:
+        fields["codexThreadRef"] = thread
+
+    async def go() -> tuple[str, str]:
+        async with LocalClient.for_db_dir(controlplane_dir(build_config().state_dir)) as client:
+            return await submit_and_follow(client, prompt, fields, follow=follow, console=Console())
+
+    task_id, final = guarded(lambda: asyncio.run(go()))
+    if not follow:
+        typer.echo(task_id)
+    elif final != "completed":
+        raise typer.Exit(1)
+
+
+@app.command()
+def devserver(
+    host: Annotated[str, typer.Option("--host", help="loopback address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="0 picks a free port")] = 0,
+    db: Annotated[Path | None, typer.Option("--db", help="SQLite file")] = None,
+) -> None:
+    """Only the local control plane (no daemon)."""
+    from boss_agent.controlplane import serve
+    from boss_agent.task_follow import controlplane_dir
+
+    def run() -> None:
+        path = db or controlplane_dir(build_config().state_dir) / "controlplane.db"
+
+        def ready(plane: Any) -> None:
+            typer.echo(f"boss-agent control plane: {plane.page_url}")
+
+        asyncio.run(serve(path, host, port, ready=ready))
+
+    guarded(run)
 
 
 def _mount_service_commands() -> None:

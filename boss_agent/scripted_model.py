@@ -70,8 +70,13 @@ def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | Non
 
 def shell_call(cmd: str, *, call_id: str | None = None, workdir: str | None = None,
                **extra: Any) -> list[Event]:
-    """The model runs ``cmd`` through codex's ``exec_command`` tool."""
-    args: dict[str, Any] = {"cmd": cmd, **extra}
+    """The model runs ``cmd`` through codex's ``exec_command`` tool.
+
+    ``login`` defaults to False: a login shell sources the user's profile, which on a
+    pyenv machine costs seconds per command and can stall a minute on pyenv's rehash
+    lock when an earlier command was killed mid-rehash.
+    """
+    args: dict[str, Any] = {"cmd": cmd, "login": False, **extra}
     if workdir:
         args["workdir"] = workdir
     return function_call("exec_command", args, call_id)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from boss_agent.progress.approvals import describe_approval
 from boss_agent.progress.card import Card, final_answer, new_card
-from boss_agent.progress.reducer import reduce
+from boss_agent.progress.reducer import NOTIFICATIONS, REQUESTS, reduce, reduce_exec_event
 
 WD = "/srv/work"
 
@@ -271,8 +274,6 @@ EXEC_EVENTS = [
 
 
 def test_exec_json_events_build_the_same_kind_of_card() -> None:
-    from boss_agent.progress.reducer import reduce_exec_event
-
     card = new_card(backend="exec", workdir=WD)
     for event in EXEC_EVENTS:
         card = reduce_exec_event(card, event)
@@ -310,3 +311,27 @@ def test_to_dict_hands_out_fresh_objects_every_time() -> None:
     first["branch"]["gitOperations"].append("push")
     assert card.to_dict()["steps"][0]["title"] == "a"
     assert card.to_dict()["branch"]["gitOperations"] == ["commit"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12)
+_METHODS = st.sampled_from(sorted(NOTIFICATIONS) + sorted(REQUESTS) + [
+    "boss/status", "boss/approval", "boss/branch", "boss/artifacts", "boss/finished", "boss/warning",
+    "no/such/method"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_METHODS, _JSON, st.booleans()), max_size=8))
+def test_any_sequence_of_odd_messages_never_raises_and_always_serializes(
+        steps: list[tuple[str, Any, bool]]) -> None:
+    card = new_card(workdir=WD)
+    for method, params, as_request in steps:
+        message: dict[str, Any] = {"method": method, "params": params}
+        if as_request:
+            message["id"] = 1
+        card = reduce(card, message)
+        card = reduce_exec_event(card, {"type": "item.completed", "item": params})
+    json.dumps(card.to_dict())
+    repr(card)

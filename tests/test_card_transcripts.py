@@ -296,3 +296,29 @@ def test_codex_exec_json_events_build_the_card_of_the_exec_fallback(
     assert out["fileChanges"] == [{"path": "exec-notes.txt", "change": "add"}]
     assert out["tokenUsage"]["inputTokens"] > 0 and card.ignored_count == 0
     assert final_answer(card) == "All done from exec with [redacted]."
+
+
+def test_plan_mode_asks_for_input_then_its_proposed_plan_becomes_the_steps(
+        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+    question = {"id": "db", "header": "Database", "question": "Which database? QUERYCANARY",
+                "options": [{"label": "Postgres (Recommended)", "description": "CMDCANARY"}]}
+    plan = "Here is my plan.\n<proposed_plan>\n# Plan\n1. Create the schema\n2. Write the API\n</proposed_plan>\n"
+    model.enqueue(sm.turn(sm.function_call("request_user_input", {"questions": [question]})),
+                  sm.turn(sm.message(plan, [plan[:20], plan[20:60], plan[60:]])))
+    thread = codex.start_thread(workdir)
+    codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "plan the db"}],
+                                 "collaborationMode": {"mode": "plan", "settings": {
+                                     "model": "gpt-5.5", "developer_instructions": None}}})
+    asked = codex.record(thread, lambda m: "id" in m, answer=None)
+    waiting = card_of(asked, workdir)
+    assert waiting.status == "waitingInput"
+    assert [(a.kind, a.summary, a.status) for a in waiting.approvals] == [
+        ("userInput", "Answer 1 question", "pending")]
+    codex.send({"id": asked[-1]["id"], "result": {"answers": {"db": {"answers": ["Postgres (Recommended)"]}}}})
+    transcript = asked + codex.record(thread, is_turn_completed)
+    assert "item/plan/delta" in methods(transcript)
+    out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
+    assert out["steps"] == [{"title": "Create the schema", "status": "pending"},
+                            {"title": "Write the API", "status": "pending"}]
+    assert [(a["kind"], a["status"]) for a in out["approvals"]] == [("userInput", "accepted")]
+    assert out["threadSettings"]["collaborationMode"] == "plan" and out["status"] == "running"

@@ -23,6 +23,7 @@ from boss_agent.progress.sanitize import sanitize_text, strip_environment_notice
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
 FIELD_CHARS = 300  # any other string on the card is a label or a one-line summary
+GOAL_CHARS = 500  # a goal is one objective, longer than a label
 REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
 PREVIEW_CONTEXT = 300  # chars sanitized before the preview tail: room for a secret's key
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
@@ -253,7 +254,7 @@ class Card:
                 out[f.name] = _plain(getattr(self, f.name), self.workdir)
         if self.threadGoal is not None:
             goal = out["threadGoal"]
-            goal["text"] = _clean(self.threadGoal.text, self.workdir, 500)
+            goal["text"] = _clean(self.threadGoal.text, self.workdir, GOAL_CHARS)
         for name in ("startedAt", "updatedAt", "completedAt"):
             out[name] = iso(getattr(self, name))
         if self.compaction is not None:
@@ -307,8 +308,8 @@ def _tail_window(text: str, limit: int) -> str:
 
     A secret pattern needs at most a short key before its value ("Authorization:
     Bearer "), so ``PREVIEW_CONTEXT`` chars before the shown tail are enough; the cut
-    moves back to whitespace so no token (a URL, a JWT) is split. A private-key block can be longer,
-    so an answer that has one is sanitized whole.
+    moves back to whitespace so no token (a URL, a JWT) is split. A private-key block
+    can be longer, so an answer that has one is sanitized whole.
     """
     start = len(text) - limit - PREVIEW_CONTEXT
     if start <= 0 or "PRIVATE KEY" in text.upper():

@@ -32,7 +32,6 @@ Handler = Callable[[Card, Mapping[str, Any]], Card]
 MAX_UNKNOWN_NAMES = 20  # remember a few unknown method names for a debug log line
 _STEP_STATUS = {"in_progress": "inProgress", "inProgress": "inProgress", "pending": "pending",
                 "completed": "completed", "failed": "failed"}
-_CLOSED_BY_TURN = {"interrupted": "interrupted", "failed": "failed", "completed": "completed"}
 
 
 # ------------------------------------------------------------------------- turn & items
@@ -56,8 +55,9 @@ def _fold_diff(card: Card) -> tuple[int, int, int]:
 def turn_completed(card: Card, params: Mapping[str, Any]) -> Card:
     """Close what interrupt and steer left open; nobody will answer pending approvals."""
     turn = params.get("turn") or {}
-    closed_as = _CLOSED_BY_TURN.get(turn.get("status"), "completed")
-    card = close_open_items(card, "interrupted" if closed_as != "failed" else "failed")
+    # An item still open when its turn ends never finished: a failed turn failed it,
+    # anything else (interrupt, steer, a completed turn) cut it short.
+    card = close_open_items(card, "failed" if turn.get("status") == "failed" else "interrupted")
     card = approvals.close_pending(card)
     return card.evolve(diff_base=_fold_diff(card), turn_key=None)
 
@@ -288,6 +288,14 @@ def reduce(card: Card, message: dict) -> Card:
             return card.evolve(answer=card.answer + delta, updatedAt=_at(message, card))
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
+    try:
+        return _dispatch(card, method, message, params)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        # A shape codex did not promise: that one message is dropped, never the card.
+        return _unknown(card, None)
+
+
+def _dispatch(card: Card, method: str, message: Mapping[str, Any], params: Mapping[str, Any]) -> Card:
     if method.startswith("boss/"):
         return boss_events.reduce_boss(card, method, params)
     is_request = "id" in message
@@ -297,12 +305,7 @@ def reduce(card: Card, message: dict) -> Card:
     handler = entry[0]
     if handler is None:
         return card
-    before, card = card, card.evolve(updatedAt=_at(message, card))
-    try:
-        return handler(card, message if is_request else params)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
-        # A shape this codex did not promise: that one message is dropped, never the card.
-        return _unknown(before, None)
+    return handler(card.evolve(updatedAt=_at(message, card)), message if is_request else params)
 
 
 def coverage() -> dict[str, dict[str, dict[str, str]]]:
