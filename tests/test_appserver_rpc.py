@@ -97,6 +97,25 @@ async def test_an_unrouted_approval_is_declined_by_default(
     assert "rejected by user" in second.tool_outputs()["call_sh"]
 
 
+async def test_a_request_its_listener_left_unanswered_is_declined_when_the_listener_leaves(
+    app: AppServer, workdir: Path, scripted_model: sm.ScriptedModel,
+) -> None:
+    script_touch(scripted_model, workdir)
+    client = await app.client()
+    thread = (await client.thread_start(cwd=str(workdir), approvalPolicy="untrusted"))["thread"]
+    async with client.listen_all() as everything, asyncio.timeout(EVENT_TIMEOUT_S):
+        async with client.listen(thread["id"]) as listener:
+            await client.turn_start(thread["id"], [{"type": "text", "text": "make the file"}])
+            async for delivery in listener:
+                if isinstance(delivery, ServerRequest):
+                    break  # taken, never answered: leaving must not leave codex waiting
+        async for note in everything:
+            if note.method == "turn/completed":
+                break
+    assert "rejected by user" in scripted_model.requests[1].tool_outputs()["call_sh"]
+    assert not (workdir / "approved.txt").exists()
+
+
 @pytest.mark.parametrize("transport", ["stdio", "ws"])
 async def test_a_killed_child_fails_pending_requests_at_once_and_the_next_request_works(
     transport: str, codex_bin: str, codex_home: Path, workdir: Path, tmp_path: Path,
@@ -199,12 +218,15 @@ async def test_turn_start_after_a_timeout_never_starts_a_second_turn(
     assert len(scripted_model.requests) == 1
 
 
+@pytest.mark.parametrize("transport", ["stdio", "ws"])  # a request probe; /readyz of our listener
 async def test_a_wedged_child_fails_its_health_probe_and_is_restarted(
-    codex_bin: str, codex_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    transport: str, codex_bin: str, codex_home: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(connect, "HEALTH_INTERVAL_S", 0.1)  # production: 30 s
     monkeypatch.setattr(connect, "HEALTH_TIMEOUT_S", 0.5)
-    async with AppServer(codex_settings(codex_bin), state_dir=tmp_path / "state",
+    settings = codex_settings(codex_bin, app_server_transport=transport)
+    async with AppServer(settings, state_dir=tmp_path / "state",
                          codex_home=codex_home, restart_policy=FAST_RESTART) as app:
         client = await app.client()
         pid = app.child_pid
