@@ -123,6 +123,50 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readabl
 
 
 @app.command()
+def pair(
+    code: Annotated[str, typer.Argument(help="the pairing code shown in the Boss app")],
+    server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
+) -> None:
+    """Pair this device with a Boss control plane; prints the device id, never the token."""
+    from boss_agent.sources.boss.pairing import pair_device
+
+    def run() -> str:
+        config = build_config(**{"server.url": server})
+        if not config.server_url:
+            raise ConfigError("no server: pass --server URL or set server.url")
+        identity = asyncio.run(pair_device(config.state_dir, config.server_url, code,
+                                           device_name=name))
+        return identity.device_id
+
+    device_id = guarded(run)
+    typer.echo(f"paired: device {device_id}")
+
+
+@app.command()
+def unpair() -> None:
+    """Forget this device's token and id."""
+    from boss_agent.sources.boss.pairing import unpair_device
+
+    forgot = guarded(lambda: unpair_device(build_config().state_dir))
+    typer.echo("unpaired" if forgot else "not paired")
+
+
+@app.command()
+def run() -> None:
+    """Run the daemon in the foreground until SIGTERM/SIGINT."""
+    from boss_agent.daemon import Daemon
+    from boss_agent.logs import setup_logging
+
+    def start() -> None:
+        config = build_config()
+        setup_logging(config.log_level, config.state_dir / "logs")
+        asyncio.run(Daemon(config).run())
+
+    guarded(start)
+
+
+@app.command()
 def task(
     prompt: Annotated[str, typer.Argument(help="what Codex should do")],
     workdir: Annotated[Path | None, typer.Option("--workdir", help="the project directory")] = None,

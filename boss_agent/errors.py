@@ -19,9 +19,10 @@ that meets them, and chained with ``raise ... from exc``.
     ├── TaskFailed                  one task cannot run or finished badly (``code``)
     │   ├── TaskRejected            malformed / not allowed; nothing ran
     │   └── TurnNotActive           steer of a turn that is not active
-    ├── BossApiError                the Boss control plane answered an error
+    ├── BossApiError                the Boss control plane answered an error (``status``, ``code``)
     │   ├── Unauthorized            401: the device token was revoked
-    │   └── TaskGone                404/409 on a task: it was taken away
+    │   ├── TaskGone                404/409 on a task: it was taken away
+    │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
     ├── GatewayError                Redis Streams gateway
     │   ├── DuplicateWorker         another process holds this worker id's lease
     │   └── BadCommand              a stream entry that is not a valid command (poison)
@@ -143,6 +144,8 @@ class TurnNotActive(TaskFailed):
 class BossApiError(BossAgentError):
     """The Boss control plane answered with an error body."""
 
+    retry_after: float | None = None  # seconds, from a Retry-After header
+
     def __init__(self, status: int, code: str, message: str) -> None:
         self.status = status
         self.code = code
@@ -155,6 +158,13 @@ class Unauthorized(BossApiError):
 
 class TaskGone(BossApiError):
     """404/409 on a task: the server took it away."""
+
+
+class BossUnreachable(BossApiError):
+    """No answer from the control plane (connection refused, reset, timed out)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "unreachable", message)
 
 
 class GatewayError(BossAgentError):

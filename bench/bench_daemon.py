@@ -1,0 +1,199 @@
+"""Daemon benchmark: idle footprint, claim-to-turn latency, whole-task overhead.
+
+Run: ``python -m bench.bench_daemon [--window 20] [--tasks 5]`` (under ~90 s with the
+defaults). It starts the real ControlPlane and the scripted model in this process
+and the daemon as a real ``python -m boss_agent run`` subprocess with the real codex,
+then measures:
+
+1. idle footprint: the daemon's RSS and CPU (its codex child separately) over
+   ``window`` seconds of heartbeats and long polls;
+2. claim-to-turn: submit -> the model request for the turn, through daemon + control
+   plane, against the runner called directly on the same task;
+3. whole task: submit -> completed on the control plane, against the runner's
+   ``run`` called directly.
+
+It prints the ratios and returns them as a dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from boss_agent import scripted_model as sm
+from boss_agent.appserver.client import AppServer
+from boss_agent.config import load_config
+from boss_agent.controlplane import ControlPlane
+from boss_agent.runner import Runner
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.tasks import ApprovalRequest, Task
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_WINDOW_S = 20.0  # the full suite passes 60
+DEFAULT_TASKS = 5
+WARMUP_TASKS = 1  # a fresh app-server's first thread is slower; both paths discard it
+POLL_S = 0.005  # how often the benchmark looks at the control plane's task status
+START_TIMEOUT_S = 60.0
+ANSWER = "bench answer"
+
+
+class Arrivals:
+    """The scripted model's responder: records when each model request arrived."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def __call__(self, _request: sm.RecordedRequest) -> sm.Response:
+        self.times.append(time.monotonic())
+        return sm.text_reply(ANSWER)
+
+    async def next_after(self, count: int) -> float:
+        while len(self.times) <= count:
+            await asyncio.sleep(POLL_S)
+        return self.times[count]
+
+
+class NullSink:
+    async def progress(self, card: dict[str, Any]) -> None:
+        return None
+
+    async def request_approval(self, request: ApprovalRequest) -> str:
+        return "decline"
+
+
+def _codex_bin() -> str:
+    for candidate in (os.environ.get("BOSS_TEST_CODEX_BIN"),
+                      str(REPO / ".tools" / "node_modules" / ".bin" / "codex")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return "codex"
+
+
+def _footprint(proc: psutil.Process, window_s: float) -> dict[str, float]:
+    children = proc.children(recursive=True)
+    start = (proc.cpu_times(), [c.cpu_times() for c in children], time.monotonic())
+    time.sleep(window_s)
+    elapsed = time.monotonic() - start[2]
+
+    def cpu(before: Any, after: Any) -> float:
+        return (after.user + after.system) - (before.user + before.system)
+
+    daemon_cpu = cpu(start[0], proc.cpu_times())
+    child_cpu, child_rss = 0.0, 0
+    for before, child in zip(start[1], children, strict=True):
+        try:  # short-lived probes (codex --version, git) may be gone by now
+            child_cpu += cpu(before, child.cpu_times())
+            child_rss += child.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+    return {"daemon_rss_mb": proc.memory_info().rss / 2**20,
+            "children_rss_mb": child_rss / 2**20,
+            "daemon_cpu_pct": 100 * daemon_cpu / elapsed,
+            "children_cpu_pct": 100 * child_cpu / elapsed, "window_s": elapsed}
+
+
+async def _through_daemon(cp: ControlPlane, arrivals: Arrivals, workdir: Path,
+                          tasks: int) -> tuple[list[float], list[float]]:
+    to_turn, whole = [], []
+    for _ in range(tasks + WARMUP_TASKS):
+        seen = len(arrivals.times)
+        start = time.monotonic()
+        task_id = cp.submit_task("benchmark", workdir=str(workdir))
+        to_turn.append(await arrivals.next_after(seen) - start)
+        while cp.task(task_id)["status"] not in ("completed", "failed", "cancelled"):
+            await asyncio.sleep(POLL_S)
+        whole.append(time.monotonic() - start)
+        assert cp.task(task_id)["result"]["resultText"] == ANSWER, cp.task(task_id)["result"]
+    return to_turn[WARMUP_TASKS:], whole[WARMUP_TASKS:]
+
+
+async def _direct(config: Any, home: Path, arrivals: Arrivals, workdir: Path,
+                  tasks: int) -> tuple[list[float], list[float]]:
+    to_turn, whole = [], []
+    async with AppServer.from_config(config, codex_home=home) as app:
+        runner = Runner(config, app, codex_home=home, env={"CODEX_HOME": str(home)})
+        for index in range(tasks + WARMUP_TASKS):
+            task = Task(task_id=f"direct_{index}", prompt="benchmark", workdir=str(workdir))
+            seen = len(arrivals.times)
+            start = time.monotonic()
+            async with asyncio.TaskGroup() as tg:
+                run = tg.create_task(runner.run(task, NullSink(), asyncio.Event()))
+                to_turn.append(await arrivals.next_after(seen) - start)
+            whole.append(time.monotonic() - start)
+            assert run.result().result_text == ANSWER
+    return to_turn[WARMUP_TASKS:], whole[WARMUP_TASKS:]
+
+
+async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) -> dict[str, Any]:
+    arrivals = Arrivals()
+    with tempfile.TemporaryDirectory() as tmp, sm.ScriptedModel(responder=arrivals) as model:
+        root = Path(tmp)
+        home = sm.write_codex_home(root / "codex-home", model.base_url)
+        workdir = root / "work"
+        workdir.mkdir()
+        (root / "config.toml").touch()
+        settings = {"state_dir": str(root / "state"), "workspaces": [str(root)],
+                    "codex.bin": _codex_bin()}
+        config = load_config(root / "config.toml", overrides=settings, environ={})
+        async with ControlPlane(root / "cp" / "boss.db") as cp:
+            await pair_device(config.state_dir, cp.url, cp.create_pairing_code())
+            env = {**os.environ, "BOSS_AGENT_CONFIG": str(root / "config.toml"),
+                   "BOSS_STATE_DIR": settings["state_dir"], "BOSS_WORKSPACES": str(root),
+                   "BOSS_CODEX_BIN": settings["codex.bin"], "CODEX_HOME": str(home),
+                   "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning"}
+            proc = subprocess.Popen(  # noqa: ASYNC220 - Popen returns at once
+                [sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                # Up: the daemon heartbeated (it does so right after READY).
+                deadline = time.monotonic() + START_TIMEOUT_S
+                while not (cp.devices() and cp.devices()[0]["lastHeartbeatAt"]):
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("the daemon did not start")
+                    await asyncio.sleep(0.05)
+                idle = await asyncio.to_thread(_footprint, psutil.Process(proc.pid), window_s)
+                daemon_turn, daemon_whole = await _through_daemon(cp, arrivals, workdir, tasks)
+            finally:
+                proc.terminate()
+                await asyncio.to_thread(proc.wait, START_TIMEOUT_S)
+        direct_turn, direct_whole = await _direct(config, home, arrivals, workdir, tasks)
+    result = {
+        **{f"idle_{k}": round(v, 3) for k, v in idle.items()},
+        "claim_to_turn_daemon_ms": round(statistics.median(daemon_turn) * 1000, 1),
+        "claim_to_turn_direct_ms": round(statistics.median(direct_turn) * 1000, 1),
+        "task_daemon_ms": round(statistics.median(daemon_whole) * 1000, 1),
+        "task_direct_ms": round(statistics.median(direct_whole) * 1000, 1),
+    }
+    result["claim_to_turn_added_ms"] = round(
+        result["claim_to_turn_daemon_ms"] - result["claim_to_turn_direct_ms"], 1)
+    result["claim_to_turn_ratio"] = round(
+        result["claim_to_turn_daemon_ms"] / result["claim_to_turn_direct_ms"], 2)
+    result["task_ratio"] = round(result["task_daemon_ms"] / result["task_direct_ms"], 2)
+    return result
+
+
+def main() -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=float, default=DEFAULT_WINDOW_S, help="idle window (s)")
+    parser.add_argument("--tasks", type=int, default=DEFAULT_TASKS, help="tasks per path")
+    args = parser.parse_args()
+    result = asyncio.run(bench(args.window, args.tasks))
+    for key, value in result.items():
+        print(f"{key:32} {value}")
+    print(f"daemon+control plane vs runner direct: claim-to-turn x{result['claim_to_turn_ratio']}, "
+          f"whole task x{result['task_ratio']}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""The typed app-server client: methods, the overload policy, and unrepeatable requests.
+
+``AppServerClient`` maps app-server methods onto the dispatcher of one live connection.
+``call`` bounds in-flight requests well below codex's 128-slot ingress queue and retries
+``-32001 Server overloaded`` with jittered exponential backoff (the ``OverloadPolicy``,
+apart from the call so tests inject a fast one). An overloaded request never reached
+codex's queue, so retrying it is always safe.
+
+A request that got *no* answer may still have run. ``turn/start`` and ``turn/steer``
+are therefore tagged with a ``clientUserMessageId``; after a timeout the client looks
+for that user message in ``thread/turns/list`` and resends only when it is absent, so
+a turn is never started twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+
+import boss_agent
+from boss_agent.appserver.routing import ThreadListener
+from boss_agent.appserver.rpc import Dispatcher
+from boss_agent.errors import (
+    ConnectionClosed,
+    RequestTimeout,
+    RpcError,
+    ServerOverloaded,
+)
+
+logger = logging.getLogger(__name__)
+
+# codex's ingress channel holds 128 requests and answers -32001 beyond that (facts §3i);
+# 32 leaves room for the other connections sharing a listener.
+MAX_IN_FLIGHT = 32
+# Notifications the progress card never reads; opting out saves a JSON line per chunk.
+OPT_OUT_NOTIFICATIONS = ("item/commandExecution/outputDelta", "thread/readState/changed")
+TURN_CHECK_LIMIT = 5  # the unanswered turn/start is among the thread's newest turns
+CLIENT_NAME = "boss-agent"
+
+
+@dataclass(frozen=True)
+class OverloadPolicy:
+    """Retry -32001 up to ``max_retries`` times, exponential backoff with jitter."""
+
+    max_retries: int = 3
+    initial_s: float = 0.2  # codex drains its queue within milliseconds to a second
+    max_s: float = 3.0
+    jitter_s: float = 0.2  # spreads a burst of concurrent retries apart
+
+    def retrying(self) -> AsyncRetrying:
+        return AsyncRetrying(
+            retry=retry_if_exception_type(ServerOverloaded),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s) + wait_random(0, self.jitter_s),
+            before_sleep=lambda state: logger.info(
+                "codex app-server overloaded; retry %s", state.attempt_number),
+            reraise=True,
+        )
+
+
+class AppServerClient:
+    """Typed methods over one initialized connection. Safe to share between tasks."""
+
+    def __init__(self, dispatcher: Dispatcher, *, timeout_s: float,
+                 policy: OverloadPolicy | None = None, max_in_flight: int = MAX_IN_FLIGHT) -> None:
+        self.dispatcher = dispatcher
+        self.timeout_s = timeout_s
+        self.policy = policy or OverloadPolicy()
+        self._slots = asyncio.Semaphore(max_in_flight)
+
+    @property
+    def closed(self) -> bool:
+        return self.dispatcher.closed.is_set()
+
+    async def initialize(self) -> dict[str, Any]:
+        """The handshake: ``initialize`` then the ``initialized`` notification."""
+        result = await self.dispatcher.request("initialize", {
+            "clientInfo": {"name": CLIENT_NAME, "title": "Boss agent", "version": boss_agent.__version__},
+            "capabilities": {"experimentalApi": True,
+                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)},
+        }, self.timeout_s)
+        await self.dispatcher.notify("initialized")
+        return result if isinstance(result, dict) else {}
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, *,
+                   timeout: float | None = None) -> Any:
+        """One request; -32001 retried by the policy. RpcError / RequestTimeout / ConnectionClosed."""
+        deadline = self.timeout_s if timeout is None else timeout
+        async for attempt in self.policy.retrying():
+            with attempt:
+                async with self._slots:
+                    return await self.dispatcher.request(method, params, deadline)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    # ----------------------------------------------------------- typed wrappers
+
+    async def thread_start(self, **params: Any) -> dict[str, Any]:
+        return await self.call("thread/start", params)
+
+    async def thread_resume(self, thread_id: str, **params: Any) -> dict[str, Any]:
+        return await self.call("thread/resume", {"threadId": thread_id, **params})
+
+    async def thread_read(self, thread_id: str, include_turns: bool = False) -> dict[str, Any]:
+        return await self.call("thread/read", {"threadId": thread_id, "includeTurns": include_turns})
+
+    async def thread_items_list(self, thread_id: str, **params: Any) -> dict[str, Any]:
+        return await self.call("thread/items/list", {"threadId": thread_id, **params})
+
+    async def thread_turns_list(self, thread_id: str, **params: Any) -> dict[str, Any]:
+        return await self.call("thread/turns/list", {"threadId": thread_id, **params})
+
+    async def thread_inject_items(self, thread_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self.call("thread/inject_items", {"threadId": thread_id, "items": items})
+
+    async def turn_interrupt(self, thread_id: str, turn_id: str) -> dict[str, Any]:
+        return await self.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+
+    async def turn_start(self, thread_id: str, input: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        """Start (or, when a turn is active, join) a turn; never started twice on a timeout."""
+        client_id = params.setdefault("clientUserMessageId", _message_tag())
+        payload = {"threadId": thread_id, "input": input, **params}
+
+        async def already_ran() -> dict[str, Any] | None:
+            turn = await self._turn_with_message(thread_id, client_id)
+            return {"turn": turn} if turn is not None else None
+
+        return await self._unrepeatable("turn/start", payload, already_ran)
+
+    async def turn_steer(self, thread_id: str, expected_turn_id: str,
+                         input: list[dict[str, Any]]) -> dict[str, Any]:
+        """Add input to the active turn; never applied twice on a timeout."""
+        client_id = _message_tag()
+        payload = {"threadId": thread_id, "expectedTurnId": expected_turn_id, "input": input,
+                   "clientUserMessageId": client_id}
+
+        async def already_ran() -> dict[str, Any] | None:
+            turn = await self._turn_with_message(thread_id, client_id)
+            return {"turnId": turn["id"]} if turn is not None else None
+
+        return await self._unrepeatable("turn/steer", payload, already_ran)
+
+    async def _unrepeatable(self, method: str, payload: dict[str, Any],
+                            already_ran: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[str, Any]:
+        try:
+            return await self.call(method, payload)
+        except RequestTimeout:
+            logger.warning("%s got no answer; checking the thread before resending", method)
+        found = await already_ran()
+        if found is not None:
+            logger.info("%s had run despite the lost answer; not resending", method)
+            return found
+        return await self.call(method, payload)
+
+    async def _turn_with_message(self, thread_id: str, client_id: str) -> dict[str, Any] | None:
+        """The newest turn holding the user message we tagged with ``client_id``."""
+        try:
+            page = await self.thread_turns_list(thread_id, limit=TURN_CHECK_LIMIT, itemsView="full",
+                                                sortDirection="desc")
+        except RpcError as exc:
+            # codex 0.171: "thread … is not materialized yet; thread/turns/list is unavailable
+            # before first user message" — i.e. no turn ever started on this thread.
+            if "not materialized" in exc.message:
+                return None
+            raise
+        for turn in page.get("data") or []:
+            for item in turn.get("items") or []:
+                if item.get("type") == "userMessage" and item.get("clientId") == client_id:
+                    return turn
+        return None
+
+    # ----------------------------------------------------------- listeners
+
+    @asynccontextmanager
+    async def listen(self, thread_id: str) -> AsyncIterator[ThreadListener]:
+        """Route ``thread_id``'s notifications and server requests here, in wire order."""
+        async with self._registered(ThreadListener({thread_id})) as listener:
+            yield listener
+
+    @asynccontextmanager
+    async def listen_all(self) -> AsyncIterator[ThreadListener]:
+        """Every notification (no server requests): for tests and tools."""
+        async with self._registered(ThreadListener(None)) as listener:
+            yield listener
+
+    @asynccontextmanager
+    async def _registered(self, listener: ThreadListener) -> AsyncIterator[ThreadListener]:
+        self.dispatcher.router.add(listener)
+        try:
+            yield listener
+        finally:
+            self.dispatcher.router.remove(listener)
+            # Requests the listener never answered still need one, or codex waits forever.
+            with suppress(ConnectionClosed):
+                await self.dispatcher.answer_unrouted(listener.pending_requests())
+
+
+def _message_tag() -> str:
+    return f"boss-{uuid.uuid4().hex}"

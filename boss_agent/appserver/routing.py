@@ -1,0 +1,179 @@
+"""Who gets each notification and server request: thread listeners, in wire order.
+
+A ``ThreadListener`` is a queue registered for a set of thread ids (or for everything).
+The dispatcher hands every notification to each listener whose ids contain
+``params.threadId`` (and to every catch-all listener), and every server-to-client
+request to the first thread listener that routes its thread. A server request that no
+listener takes is answered at once with a safe default (decline / no answers / failed
+tool call / JSON-RPC error), so codex never waits on us.
+
+When the connection dies, each listener yields what it already queued and then raises
+``ConnectionClosed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from boss_agent.errors import METHOD_NOT_FOUND, ConnectionClosed
+
+logger = logging.getLogger(__name__)
+
+# Default answers for server requests nobody took. Approvals are declined (decline works
+# even when availableDecisions omits it, facts §6.3); legacy v1 approvals use "denied".
+DEFAULT_ANSWERS: dict[str, dict[str, Any]] = {
+    "item/commandExecution/requestApproval": {"decision": "decline"},
+    "item/fileChange/requestApproval": {"decision": "decline"},
+    "execCommandApproval": {"decision": "denied"},
+    "applyPatchApproval": {"decision": "denied"},
+    "item/tool/requestUserInput": {"answers": {}},
+    "item/tool/call": {"contentItems": [], "success": False},
+    "mcpServer/elicitation/request": {"action": "decline"},
+}
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: dict[str, Any]
+    raw: dict[str, Any]  # the whole wire message (carries emittedAtMs)
+
+
+Answer = Callable[[int | str, dict[str, Any] | None, dict[str, Any] | None], Awaitable[None]]
+
+
+class ServerRequest:
+    """A request codex sent us; answer it exactly once."""
+
+    def __init__(self, id: int | str, method: str, params: dict[str, Any], answer: Answer) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+        self._answer = answer
+        self._answered = False
+
+    @property
+    def answered(self) -> bool:
+        return self._answered
+
+    async def respond(self, result: dict[str, Any]) -> None:
+        if not self._claim():
+            return
+        await self._answer(self.id, result, None)
+
+    async def fail(self, code: int, message: str) -> None:
+        if not self._claim():
+            return
+        await self._answer(self.id, None, {"code": code, "message": message})
+
+    async def answer_default(self) -> None:
+        """The safe answer used when no listener takes this request."""
+        default = DEFAULT_ANSWERS.get(self.method)
+        if default is not None:
+            await self.respond(dict(default))
+        else:
+            await self.fail(METHOD_NOT_FOUND, f"boss-agent does not handle {self.method}")
+
+    def _claim(self) -> bool:
+        # Checked and set before the first await, so two concurrent answers cannot both send.
+        if self._answered:
+            return False
+        self._answered = True
+        return True
+
+    def __repr__(self) -> str:  # never the params: they quote commands
+        return f"ServerRequest(method={self.method!r}, answered={self._answered})"
+
+
+Delivery = Notification | ServerRequest
+_CLOSED = object()
+
+
+class ThreadListener:
+    """Async iterator of the notifications and server requests routed to it."""
+
+    def __init__(self, thread_ids: set[str] | None) -> None:
+        self._threads = thread_ids  # None: every notification (no server requests)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._closed: ConnectionClosed | None = None
+        self._requests: list[ServerRequest] = []  # every request routed here
+
+    @property
+    def catch_all(self) -> bool:
+        return self._threads is None
+
+    def route_thread(self, thread_id: str) -> None:
+        if self._threads is not None:
+            self._threads.add(thread_id)
+
+    def wants(self, thread_id: object) -> bool:
+        return self._threads is None or thread_id in self._threads
+
+    def routes(self, thread_id: object) -> bool:
+        return self._threads is not None and thread_id in self._threads
+
+    def put(self, delivery: Delivery) -> None:
+        if isinstance(delivery, ServerRequest):
+            self._requests.append(delivery)
+        self._queue.put_nowait(delivery)
+
+    def close(self, error: ConnectionClosed) -> None:
+        if self._closed is None:
+            self._closed = error
+            self._queue.put_nowait(_CLOSED)
+
+    def pending_requests(self) -> list[ServerRequest]:
+        """Routed here and still unanswered (answered by default when the listener leaves)."""
+        return [request for request in self._requests if not request.answered]
+
+    def __aiter__(self) -> ThreadListener:
+        return self
+
+    async def __anext__(self) -> Delivery:
+        item = await self._queue.get()
+        if item is _CLOSED:
+            self._queue.put_nowait(_CLOSED)  # keep raising on every later call
+            assert self._closed is not None
+            raise ConnectionClosed(str(self._closed))
+        return item
+
+
+class Router:
+    """The listener registry the dispatcher feeds."""
+
+    def __init__(self) -> None:
+        self._listeners: list[ThreadListener] = []
+        self._closed: ConnectionClosed | None = None
+
+    def add(self, listener: ThreadListener) -> None:
+        if self._closed is not None:
+            listener.close(self._closed)
+        self._listeners.append(listener)
+
+    def remove(self, listener: ThreadListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def notification(self, note: Notification) -> None:
+        thread_id = note.params.get("threadId")
+        for listener in self._listeners:
+            if listener.wants(thread_id):
+                listener.put(note)
+
+    def take(self, request: ServerRequest) -> bool:
+        """Queue ``request`` on the first listener routing its thread; False if none."""
+        thread_id = request.params.get("threadId")
+        for listener in self._listeners:
+            if listener.routes(thread_id):
+                listener.put(request)
+                return True
+        return False
+
+    def close(self, error: ConnectionClosed) -> None:
+        self._closed = error
+        for listener in self._listeners:
+            listener.close(error)

@@ -1,0 +1,285 @@
+"""The Daemon: owns the one task group every long-lived piece of boss-agent runs in.
+
+``Daemon.run`` takes the state dir's single-instance lock, starts the codex
+app-server (unless a runner was injected), the capability refresh loop, the Boss
+source (journal recovery, heartbeat, claim, spool flusher, task runs), the state
+file writer, the systemd watchdog and, when configured, the Redis gateway; then it
+signals readiness (``ready`` and ``READY=1``) and waits for a stop request.
+
+Shutdown follows uvicorn (``lifecycle.ShutdownController``): SIGTERM/SIGINT stops
+claiming; running tasks get ``grace_period_s`` to finish; then ``force_cancel``
+sets their cancel events (the runner interrupts the turn and reports
+``cancelled``); runs that ignore it are cancelled outright and spooled as
+``cancelled``. The spool gets one bounded delivery attempt before exit; the rest
+waits for the next start.
+
+Heartbeats never wait for discovery: the refresh loop writes ``self.discovery`` and
+``self.runner_caps``, and the heartbeat only reads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from boss_agent import __version__
+from boss_agent.config import Config
+from boss_agent.errors import StateError
+from boss_agent.identity import Identity, ensure_state_dir, load_identity
+from boss_agent.lifecycle import (
+    READY,
+    STOPPING,
+    InstanceLock,
+    ShutdownController,
+    Watchdog,
+    sd_notify,
+)
+from boss_agent.sources.boss import BossSource, RetryPolicy
+from boss_agent.statefile import utc_now, write_state
+from boss_agent.sysinfo import system_facts
+from boss_agent.tasks import TaskRunner
+
+logger = logging.getLogger(__name__)
+
+STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale
+DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
+CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
+GATEWAY_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
+FINAL_FLUSH_S = 5.0  # shutdown stays bounded; the spool survives for the next start
+_NO_CAPS: dict[str, Any] = {
+    "codexExec": {"available": False, "version": None},
+    "computerUse": {"codex": False, "cuaDriver": {"available": False, "version": None}},
+}
+
+
+def gateway_worker_id(device_id: str) -> str:
+    """The default gateway worker id: the device id in the gateway's id alphabet."""
+    return "boss-agent-" + re.sub(r"[^A-Za-z0-9_.-]", "-", device_id)[:100]
+
+
+class Daemon:
+    def __init__(self, config: Config, *, codex_home: Path | None = None,
+                 env: dict[str, str] | None = None, runner: TaskRunner | None = None,
+                 retry_policy: RetryPolicy | None = None, claim_wait_ms: int | None = None,
+                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True) -> None:
+        self.config = config
+        self.codex_home = codex_home
+        self.env = env
+        self.runner = runner  # injected in tests; otherwise built on the app-server in run()
+        self.retry_policy = retry_policy
+        self.claim_wait_ms = claim_wait_ms
+        self.wall_clock = wall_clock
+        self.shutdown = ShutdownController(config.grace_period_s, handle_signals=handle_signals)
+        self.app: Any = None
+        self.source: BossSource | None = None
+        self.gateway: Any = None
+        self.discovery: dict[str, Any] | None = None
+        self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
+        self.started_at = utc_now()
+        self.phase = "starting"
+
+    def request_stop(self) -> None:
+        """First call: graceful stop. Second call: interrupt running tasks at once."""
+        if self.shutdown.stopping.is_set():
+            self.shutdown.force("second stop request")
+        else:
+            self.shutdown.request_stop("stop requested")
+
+    # --------------------------------------------------------------- capabilities
+
+    def capabilities(self) -> dict[str, Any]:
+        """The heartbeat's ``capabilities``; never blocks (reads cached facts only)."""
+        status = dict(self.app.status) if self.app is not None else {}
+        discovery = self.discovery or {}
+        metadata = dict(discovery.get("metadata") or {})
+        if discovery.get("discoveredAt") and "discoveredAt" not in metadata:
+            metadata["discoveredAt"] = discovery["discoveredAt"]
+        app_server = {
+            "available": bool(status.get("available")), "version": status.get("version"),
+            "transport": status.get("transport", self.config.codex.app_server_transport),
+            "fallbackFrom": status.get("fallbackFrom"), "metadata": metadata,
+        }
+        return {"codexAppServer": app_server, **self.runner_caps}
+
+    async def _refresh_runner_caps(self) -> None:
+        refresh = getattr(self.runner, "refresh_capabilities", None)
+        try:
+            caps = await refresh() if refresh else getattr(self.runner, "capabilities", None)
+        except Exception as exc:  # noqa: BLE001 - a probe failure is reported, never fatal
+            logger.warning("capability probe failed: %s", exc.__class__.__name__)
+            return
+        if isinstance(caps, dict):
+            self.runner_caps = {k: caps[k] for k in ("codexExec", "computerUse") if k in caps}
+
+    async def _discovery_loop(self) -> None:
+        from boss_agent.appserver.discovery import DiscoveryCache
+
+        cache = DiscoveryCache(self.config.state_dir, self.config.codex.app_server_discovery_ttl_ms)
+        self.discovery = cache.load()
+        ttl_s = max(self.config.codex.app_server_discovery_ttl_ms / 1000, DISCOVERY_RETRY_S)
+        while True:
+            await self._refresh_runner_caps()  # quick probes first: exec and computer use
+            try:
+                self.discovery = await cache.get(self.app)
+            except Exception as exc:  # noqa: BLE001 - discovery is best effort, never fatal
+                logger.warning("capability discovery failed: %s", exc.__class__.__name__)
+            if self.source is not None:
+                self.source.heartbeat.now.set()  # new capabilities: tell the server now
+            failed = bool(((self.discovery or {}).get("metadata") or {}).get("error"))
+            await asyncio.sleep(DISCOVERY_RETRY_S if failed else ttl_s)
+
+    # --------------------------------------------------------------- state file
+
+    def state(self) -> dict[str, Any]:
+        """The allow-listed keys of ``statefile.STATE_KEYS``; never the token."""
+        app = dict(self.app.status) if self.app is not None else {}
+        state: dict[str, Any] = {
+            "started_at": self.started_at, "state": self.phase,
+            "codex_version": app.get("version"),
+            "codex_transport": app.get("transport", self.config.codex.app_server_transport),
+            "discovered_at": (self.discovery or {}).get("discoveredAt"),
+        }
+        source = self.source
+        if source is not None:
+            last = source.heartbeat.last or {}
+            state.update({
+                "paired": source.paired, "unpaired": not source.paired,
+                "server_url": source.identity.server_url, "device_id": source.identity.device_id,
+                "running_task_ids": source.runs.running_ids(),
+                "spooled_reports": len(source.spool),
+                "last_heartbeat_at": last.get("at"),
+                "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
+            })
+        return state
+
+    def write_state(self) -> None:
+        try:
+            write_state(self.config.state_dir, self.state())
+        except StateError as exc:
+            logger.warning("%s", exc)
+
+    async def _state_loop(self) -> None:
+        while True:
+            self.write_state()
+            await asyncio.sleep(STATE_WRITE_S)
+
+    # --------------------------------------------------------------- run
+
+    async def run(self, ready: asyncio.Event | None = None) -> None:
+        state_dir = ensure_state_dir(self.config.state_dir)
+        identity = load_identity(state_dir)
+        if identity is None:
+            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL`")
+        with InstanceLock(state_dir), self.shutdown:
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    if self.runner is None:
+                        await self._start_codex(stack)
+                    await self._serve(identity, ready)
+            finally:
+                self.phase = "stopped"
+                self.write_state()
+
+    async def _start_codex(self, stack: contextlib.AsyncExitStack) -> None:
+        from boss_agent.appserver.client import AppServer
+        from boss_agent.runner import Runner
+
+        self.app = await stack.enter_async_context(
+            AppServer.from_config(self.config, codex_home=self.codex_home))
+        self.runner = Runner(self.config, self.app, codex_home=self.codex_home, env=self.env)
+
+    def _new_source(self, identity: Identity) -> BossSource:
+        assert self.runner is not None
+        extra: dict[str, Any] = {}
+        if self.claim_wait_ms is not None:
+            extra["claim_wait_ms"] = self.claim_wait_ms
+        return BossSource(
+            self.config.state_dir, identity, self.runner,
+            max_concurrent=self.config.max_concurrent_tasks,
+            approval_timeout_s=self.config.codex.approval_timeout_s,
+            capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
+            clock=self.wall_clock, **extra)
+
+    def _new_gateway(self, identity: Identity) -> Any:
+        from boss_agent.sources.gateway import Gateway
+
+        worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
+        return Gateway(self.config, self.runner, worker_id=worker_id,
+                       max_concurrent=self.config.max_concurrent_tasks)
+
+    @staticmethod
+    async def _gateway_ready(up: asyncio.Event) -> None:
+        # READY=1 means "serving"; a Redis that is down must not hold the Boss source back.
+        try:
+            async with asyncio.timeout(GATEWAY_READY_TIMEOUT_S):
+                await up.wait()
+        except TimeoutError:
+            logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
+
+    async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
+        self.source = source = self._new_source(identity)
+        async with asyncio.TaskGroup() as tg:
+            if self.app is not None:
+                background = [tg.create_task(self._discovery_loop(), name="discovery")]
+            else:
+                await self._refresh_runner_caps()
+                background = []
+            if self.config.gateway.enabled:
+                self.gateway = self._new_gateway(identity)
+                gateway_up = asyncio.Event()
+                background.append(tg.create_task(self.gateway.run(gateway_up), name="gateway"))
+                await self._gateway_ready(gateway_up)
+            source.start(tg)
+            background.append(tg.create_task(self._state_loop(), name="state file"))
+            background.append(tg.create_task(
+                Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
+            self.phase = "running"
+            self.write_state()
+            logger.info("boss-agent %s running as device %s", __version__, identity.device_id)
+            if ready is not None:
+                ready.set()
+            sd_notify(READY)
+            await self.shutdown.stopping.wait()
+            sd_notify(STOPPING)
+            self.phase = "stopping"
+            await self._drain(source)
+            await source.close()
+            for task in background:
+                task.cancel()
+
+    async def _drain(self, source: BossSource) -> None:
+        source.stop_claiming()
+        if self.gateway is not None:
+            self.gateway.stop_accepting()
+        self.write_state()
+        await self._first(self._all_idle(source), self.shutdown.force_cancel.wait())
+        if source.runs.running:
+            source.runs.cancel_all()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CANCEL_GRACE_S):
+                    await source.runs.wait_idle()
+        if source.runs.running:
+            source.runs.abort()  # the runner ignored the cancel: its runs spool `cancelled`
+            await source.runs.wait_idle()
+        await source.final_flush(FINAL_FLUSH_S)
+        # The gateway's run is cancelled with the other background loops; it reports
+        # the tasks it still runs as CANCELLED itself.
+
+    async def _all_idle(self, source: BossSource) -> None:
+        await source.runs.wait_idle()
+        if self.gateway is not None:
+            await self.gateway.wait_idle()
+
+    @staticmethod
+    async def _first(*waits: Any) -> None:
+        """Return when the first of ``waits`` finishes; cancel the others."""
+        async with asyncio.TaskGroup() as tg:
+            jobs = [tg.create_task(w) for w in waits]
+            await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
+            for job in jobs:
+                job.cancel()

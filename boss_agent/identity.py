@@ -1,0 +1,118 @@
+"""The device's identity on its Boss control plane: server URL, device id, token.
+
+Pairing (device API §1) stores them in the state dir: ``device.json`` holds the
+non-secret part, ``device_token`` the token, readable by the owner only (0600).
+The token lives only in that file and in memory; ``Identity.__repr__`` hides it, so a
+log line or a status dump that prints an identity cannot leak it.
+
+``write_atomic`` is the one durable-write helper (temp file, fsync, rename, fsync of
+the directory); the completion spool uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from boss_agent.errors import StateError
+
+logger = logging.getLogger(__name__)
+
+IDENTITY_FILE = "device.json"
+TOKEN_FILE = "device_token"
+DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000  # the contract's example value; the server overrides it
+
+
+@dataclass(frozen=True)
+class Identity:
+    server_url: str
+    device_id: str
+    token: str
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+
+    def __repr__(self) -> str:
+        return f"Identity(server_url={self.server_url!r}, device_id={self.device_id!r}, token=***)"
+
+    __str__ = __repr__
+
+
+def ensure_state_dir(state_dir: Path) -> Path:
+    """Create the state dir owner-only (0700); raise StateError when unusable."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise StateError(f"state dir {state_dir} cannot be created ({exc.strerror})") from exc
+    return state_dir
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write ``path`` so that a crash leaves either the old or the new content."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, mode)  # O_CREAT's mode is filtered by the umask
+    os.replace(tmp, path)
+    # The rename is durable only once the directory entry is on disk.
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def save_identity(state_dir: Path, identity: Identity) -> None:
+    """Store the identity; the token file is written (0600) before the id file."""
+    ensure_state_dir(state_dir)
+    try:
+        write_atomic(state_dir / TOKEN_FILE, identity.token.encode(), 0o600)
+        public = {"serverUrl": identity.server_url, "deviceId": identity.device_id,
+                  "heartbeatIntervalMs": identity.heartbeat_interval_ms}
+        write_atomic(state_dir / IDENTITY_FILE, json.dumps(public).encode(), 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot store the device identity in {state_dir} ({exc.strerror})") from exc
+
+
+def load_identity(state_dir: Path) -> Identity | None:
+    """The stored identity, or None when this device is not paired."""
+    try:
+        public = json.loads((state_dir / IDENTITY_FILE).read_text(encoding="utf-8"))
+        token = (state_dir / TOKEN_FILE).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StateError(f"the device identity in {state_dir} is unreadable; pair again") from exc
+    if not isinstance(public, dict) or not token:
+        raise StateError(f"the device identity in {state_dir} is damaged; pair again")
+    try:
+        return Identity(str(public["serverUrl"]), str(public["deviceId"]), token,
+                        int(public.get("heartbeatIntervalMs") or DEFAULT_HEARTBEAT_INTERVAL_MS))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"the device identity in {state_dir} is damaged; pair again") from exc
+
+
+def forget_identity(state_dir: Path) -> bool:
+    """Delete the token and the device id; True when there was something to forget."""
+    found = False
+    for name in (TOKEN_FILE, IDENTITY_FILE):
+        try:
+            (state_dir / name).unlink()
+            found = True
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def identity_stamp(state_dir: Path) -> tuple[int, int] | None:
+    """A cheap change marker of the token file (re-pairing while the daemon runs)."""
+    try:
+        stat = (state_dir / TOKEN_FILE).stat()
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_ino)

@@ -1,0 +1,160 @@
+"""Codex approval and user-input requests, answered through the task's sink.
+
+Each Codex server request becomes exactly one ``ApprovalRequest``: its id is
+derived from the task id, the request id and the item id, so a request
+delivered twice (a reconnect, a retry) maps to the same approval and is asked
+once. The wait for the user's decision runs as its own task in the turn's task
+group, so notifications keep flowing while the phone decides. No decision in
+``codex.approval_timeout_s`` declines; ``approvalMode: deny`` declines at once;
+a decision arriving after Codex resolved the request is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from typing import Any
+
+from boss_agent.progress.approvals import describe_approval
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.runner.feed import CardFeed
+from boss_agent.tasks import ApprovalRequest, TaskSink
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_METHODS = frozenset({
+    "item/commandExecution/requestApproval",
+    "item/fileChange/requestApproval",
+    "item/permissions/requestApproval",
+    "item/tool/requestUserInput",
+})
+USER_INPUT = "item/tool/requestUserInput"
+PERMISSIONS = "item/permissions/requestApproval"
+DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
+CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
+               "cancel": "cancelled"}
+
+
+def approval_id(task_id: str, request_id: object, item_id: object) -> str:
+    digest = hashlib.sha256(f"{task_id}\0{request_id}\0{item_id}".encode()).hexdigest()
+    return f"apr_{digest[:24]}"
+
+
+def _decisions(params: dict[str, Any]) -> tuple[str, ...]:
+    offered = [d for d in params.get("availableDecisions") or () if isinstance(d, str)]
+    if not offered:
+        return DEFAULT_DECISIONS
+    # codex accepts "decline" even when it does not list it (facts 3c C).
+    return tuple(dict.fromkeys([*offered, "decline"]))
+
+
+def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ...]:
+    out = []
+    for q in (params.get("questions") or [])[:MAX_QUESTIONS]:
+        if not isinstance(q, dict):
+            continue
+        options = [{"label": sanitize_text(o.get("label", ""), workdir=workdir, limit=200),
+                    "description": sanitize_text(o.get("description") or "", workdir=workdir, limit=300)}
+                   for o in q.get("options") or [] if isinstance(o, dict)]
+        out.append({"id": sanitize_text(q.get("id", ""), limit=100),
+                    "header": sanitize_text(q.get("header") or "", workdir=workdir, limit=100),
+                    "question": sanitize_text(q.get("question") or "", workdir=workdir, limit=500),
+                    "options": options, "isSecret": bool(q.get("isSecret"))})
+    return tuple(out)
+
+
+def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, Any] | None
+                 ) -> tuple[dict[str, Any], str]:
+    """The result to send Codex for ``decision`` (None: declined) and the card status."""
+    if method == USER_INPUT:
+        answers = decision.get("answers", decision) if isinstance(decision, dict) else None
+        if isinstance(answers, dict) and answers:
+            return {"answers": answers}, "accepted"
+        return {"answers": {}}, "declined"
+    if isinstance(decision, dict):
+        decision = decision.get("decision")
+    if decision not in CARD_STATUS:
+        decision = "decline"
+    if method == PERMISSIONS:
+        if decision in ("accept", "acceptForSession"):
+            scope = "session" if decision == "acceptForSession" else "turn"
+            return {"permissions": params.get("permissions") or {}, "scope": scope}, "accepted"
+        return {"permissions": {}}, CARD_STATUS[decision]
+    return {"decision": decision}, CARD_STATUS[decision]
+
+
+class Approvals:
+    """The approvals of one task's turn."""
+
+    def __init__(self, *, task_id: str, feed: CardFeed, sink: TaskSink, approval_mode: str,
+                 timeout_s: float, workdir: str) -> None:
+        self.task_id = task_id
+        self.feed = feed
+        self.sink = sink
+        self.approval_mode = approval_mode
+        self.timeout_s = timeout_s
+        self.workdir = workdir
+        self._seen: set[str] = set()
+        self._waiting: dict[object, asyncio.Task[None]] = {}  # codex request id -> its wait
+
+    def start(self, tg: asyncio.TaskGroup, request: Any) -> None:
+        """Take one server request; the wait runs in ``tg`` beside the notification loop."""
+        params = request.params if isinstance(request.params, dict) else {}
+        aid = approval_id(self.task_id, request.id, params.get("itemId") or params.get("callId"))
+        if aid in self._seen:
+            logger.debug("approval %s delivered again; already being handled", aid)
+            return
+        self._seen.add(aid)
+        self._waiting[request.id] = tg.create_task(self._handle(request, params, aid))
+
+    def resolved(self, request_id: object) -> None:
+        """Codex resolved the request itself (turn interrupted): stop waiting for the user."""
+        wait = self._waiting.pop(request_id, None)
+        if wait is not None and not wait.done():
+            wait.cancel()
+
+    def cancel_all(self) -> None:
+        for request_id in list(self._waiting):
+            self.resolved(request_id)
+
+    async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
+        kind, summary, risk = describe_approval(request.method, params, workdir=self.workdir)
+        # requestId joins this record to the card's entry for the codex request itself.
+        entry = {"id": aid, "kind": kind, "risk": risk, "summary": summary, "requestId": request.id}
+        if self.approval_mode == "deny":
+            result, status = codex_answer(request.method, params, None)
+            await request.respond(result)
+            await self.feed.event("approval", **entry, status=status)
+            return
+        await self.feed.event("approval", **entry, status="pending")
+        status = "cancelled"
+        try:
+            decision = await self._ask(request.method, params, aid, kind, summary, risk)
+            if request.answered:
+                logger.info("approval %s decided after codex resolved it; dropped", aid)
+                return
+            result, status = codex_answer(request.method, params, decision)
+            await request.respond(result)
+        finally:
+            self._waiting.pop(request.id, None)
+            await self.feed.event("approval", **entry, status=status)
+
+    async def _ask(self, method: str, params: dict[str, Any], aid: str, kind: str, summary: str,
+                   risk: str) -> str | dict[str, Any] | None:
+        ask = ApprovalRequest(
+            approval_id=aid, kind=kind, summary=summary, risk=risk,  # type: ignore[arg-type]
+            available_decisions=() if method == USER_INPUT else _decisions(params),
+            questions=_questions(params, self.workdir) if method == USER_INPUT else (),
+        )
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await self.sink.request_approval(ask)
+        except TimeoutError:
+            logger.info("approval %s timed out; declining", aid)
+            return None
+        except Exception as exc:  # the sink failed (network, server): the safe answer is no
+            logger.warning("approval %s could not be asked (%s); declining", aid,
+                           exc.__class__.__name__)
+            return None

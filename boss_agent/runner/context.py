@@ -1,0 +1,46 @@
+"""The state one task's run carries through the runner's modules."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from boss_agent.config import Config
+from boss_agent.runner.feed import CardFeed
+from boss_agent.runner.policy import Policy
+from boss_agent.tasks import Task, TaskSink
+
+MAX_RESULT_CHARS = 20_000  # resultText is the answer, not a transcript
+
+
+@dataclass
+class RunContext:
+    task: Task
+    config: Config
+    sink: TaskSink
+    cancel: asyncio.Event
+    workdir: Path
+    policy: Policy
+    feed: CardFeed
+    started_at: float = field(default_factory=time.time)
+    thread_id: str | None = None
+    turn_id: str | None = None
+    ran: bool = False  # something was handed to Codex (so git facts are worth reading)
+
+    def input(self, text: str | None = None) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": self.task.prompt if text is None else text}]
+
+    def thread_params(self) -> dict[str, Any]:
+        """thread/start and thread/resume overrides: the policy is set per thread.
+
+        codex 0.171 refuses ``untrusted`` in config.toml, so it can only come from here.
+        """
+        params: dict[str, Any] = {"cwd": str(self.workdir),
+                                  "approvalPolicy": self.policy.approval_policy,
+                                  "sandbox": self.policy.sandbox}
+        if self.task.model:
+            params["model"] = self.task.model
+        return params

@@ -1,0 +1,125 @@
+"""Computer use: Codex's own, or the CUA driver attached to the thread as an MCP server.
+
+``cua-driver`` (PyPI ``cua-driver``, pinned in the ``cua`` extra) bundles a native
+executable whose ``mcp`` subcommand is a stdio MCP server with screenshot, click
+and keyboard tools. The runner checks its health (``cua-driver doctor`` must see
+a display server) before choosing it, and starts the Codex thread with it in the
+thread's ``config.mcp_servers`` — telemetry off, only ``DISPLAY`` passed through,
+only the desktop tools enabled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from boss_agent.errors import AppServerError
+
+logger = logging.getLogger(__name__)
+
+MCP_SERVER_NAME = "cua"
+DOCTOR_TIMEOUT_S = 20.0  # doctor probes X11 and D-Bus; both answer (or fail) in well under a second
+VERSION_TIMEOUT_S = 10.0
+TELEMETRY_ENV = {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0"}
+ENABLED_TOOLS = (
+    "get_desktop_state", "get_screen_size", "list_windows", "get_window_state", "get_cursor_position",
+    "click", "double_click", "right_click", "move_cursor", "scroll", "drag", "type_text", "press_key",
+    "hotkey", "launch_app", "list_apps", "zoom",
+)
+_VERSION = re.compile(r"(\d+\.\d+\.\d+)")
+_CODEX_CU = re.compile(r"computer[_-]?use", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DriverHealth:
+    available: bool
+    version: str | None
+    reason: str | None = None
+
+
+def find_driver(configured: str | None = None) -> str | None:
+    """The driver executable: configured, else the package's bundled binary, else PATH."""
+    if configured:
+        return shutil.which(os.path.expanduser(configured))
+    spec = importlib.util.find_spec("cua_driver")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        bundled = Path(location) / "bin" / "cua-driver"
+        if bundled.is_file() and os.access(bundled, os.X_OK):
+            return str(bundled)
+    return shutil.which("cua-driver")
+
+
+def driver_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "DISPLAY", "XAUTHORITY",
+                                                         "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")}
+    return {**env, **TELEMETRY_ENV}
+
+
+async def _run(argv: list[str], timeout: float) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, env=driver_env())
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return 124, ""
+    return proc.returncode or 0, out.decode(errors="replace")
+
+
+async def driver_health(binary: str | None) -> DriverHealth:
+    """Healthy when the executable runs and ``doctor`` reports a usable display server."""
+    if not binary:
+        return DriverHealth(False, None, "cua-driver is not installed")
+    try:
+        code, out = await _run([binary, "--version"], VERSION_TIMEOUT_S)
+        match = _VERSION.search(out)
+        if code != 0 or not match:
+            return DriverHealth(False, None, "cua-driver does not run here")
+        code, report = await _run([binary, "doctor"], DOCTOR_TIMEOUT_S)
+    except OSError:
+        return DriverHealth(False, None, "cua-driver does not run here")
+    display_ok = any(line.startswith("[ok") and "display server" in line for line in report.splitlines())
+    if code != 0 or not display_ok:
+        return DriverHealth(False, match.group(1), "no display server for cua-driver")
+    return DriverHealth(True, match.group(1))
+
+
+def mcp_config(binary: str) -> dict[str, Any]:
+    """The thread/start ``config`` that attaches the driver as an MCP server."""
+    return {f"mcp_servers.{MCP_SERVER_NAME}": {
+        "command": binary,
+        "args": ["mcp"],
+        "env": dict(TELEMETRY_ENV),
+        "env_vars": ["DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"],
+        "enabled_tools": list(ENABLED_TOOLS),
+    }}
+
+
+async def codex_has_computer_use(client: Any) -> bool:
+    """Does the installed Codex offer computer use itself (an enabled feature or a plugin)?"""
+    try:
+        features = await client.call("experimentalFeature/list", {})
+    except AppServerError:
+        features = {}
+    for feature in (features or {}).get("data") or []:
+        if isinstance(feature, dict) and _CODEX_CU.search(str(feature.get("name"))) and feature.get("enabled"):
+            return True
+    try:
+        plugins = await client.call("plugin/list", {})
+    except AppServerError:
+        return False
+    for market in (plugins or {}).get("marketplaces") or []:
+        for plugin in (market or {}).get("plugins") or []:
+            if _CODEX_CU.search(str((plugin or {}).get("id") or (plugin or {}).get("name"))) and (
+                    plugin.get("installed") and plugin.get("enabled", True)):
+                return True
+    return False

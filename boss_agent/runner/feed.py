@@ -1,0 +1,55 @@
+"""The runner's side of the progress card: reduce every message, tell the sink.
+
+One ``CardFeed`` per task. It owns the current ``Card``, feeds it app-server
+messages, ``codex exec`` events and the runner's own ``boss/*`` lifecycle
+events, and hands the sink a fresh dict whenever the card changed (the source
+coalesces uploads, so calling often is fine).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from boss_agent.progress.card import Card, new_card
+from boss_agent.progress.reducer import reduce, reduce_exec_event
+from boss_agent.tasks import TaskSink
+
+logger = logging.getLogger(__name__)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CardFeed:
+    def __init__(self, sink: TaskSink, *, backend: str, workdir: str | None) -> None:
+        self.sink = sink
+        self.card: Card = new_card(backend=backend, workdir=workdir, now=now_iso())
+
+    async def feed(self, message: dict[str, Any]) -> None:
+        """Reduce one app-server wire message (notification or server request)."""
+        await self._set(reduce(self.card, message))
+
+    async def feed_exec(self, event: dict[str, Any]) -> None:
+        await self._set(reduce_exec_event(self.card, event))
+
+    async def event(self, event: str, /, **params: Any) -> None:
+        """A runner lifecycle event, ``boss/<event>`` (positional-only: params may hold "name")."""
+        await self.feed({"method": f"boss/{event}", "params": params})
+
+    async def status(self, status: str) -> None:
+        await self.event("status", status=status, at=now_iso())
+
+    async def _set(self, card: Card) -> None:
+        if card is self.card or card == self.card:
+            return
+        self.card = card
+        try:
+            await self.sink.progress(card.to_dict())
+        except Exception as exc:  # a failing upload must not fail the task; the source retries
+            logger.warning("progress upload failed: %s", exc.__class__.__name__)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.card.to_dict()

@@ -1,0 +1,229 @@
+"""The task runner: one ``Task`` in, one ``TaskResult`` out, the card fed on the way.
+
+It picks the path (steer, thread collaboration, computer use, or a plain turn),
+runs it on the shared app-server, falls back to ``codex exec`` only while no
+turn has started, and adds the branch and artifact facts after the turn. It
+knows nothing of HTTP or Redis: the ``TaskSink`` is its only way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from boss_agent.codexbin import codex_version, find_codex, resolve_native
+from boss_agent.config import Config
+from boss_agent.errors import AppServerError, AppServerUnavailable, TaskFailed, TaskRejected
+from boss_agent.progress.card import final_answer
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.runner import collaboration, cua, gitfacts
+from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
+from boss_agent.runner.exec_backend import ExecRun
+from boss_agent.runner.feed import CardFeed, now_iso
+from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.turn import AppServerTurn, TurnNotStarted, TurnOutcome
+from boss_agent.tasks import Task, TaskResult, TaskSink
+
+logger = logging.getLogger(__name__)
+
+
+class Runner:
+    """Implements ``boss_agent.tasks.TaskRunner``."""
+
+    def __init__(self, config: Config, app: Any, *, codex_home: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.app = app
+        self.env = dict(env or {})
+        if codex_home is not None:
+            self.env["CODEX_HOME"] = str(codex_home)
+        self._gh_status: str | None = None
+        self._capabilities: dict[str, Any] | None = None
+        self._codex_computer_use = False
+
+    # ---------------------------------------------------------------- public
+
+    async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        feed = CardFeed(sink, backend="app_server", workdir=None)
+        try:
+            workdir = resolve_workdir(task, self.config)
+        except TaskRejected as exc:
+            return await self._finish(feed, TaskResult("failed", error_code=exc.code,
+                                                       error_message=str(exc)), None)
+        policy = resolve_policy(task, self.config)
+        feed = CardFeed(sink, backend="app_server", workdir=str(workdir))
+        ctx = RunContext(task, self.config, sink, cancel, workdir, policy, feed,
+                         thread_id=task.codex_thread_ref)
+        for kind, message in policy.warnings:
+            await feed.event("warning", kind=kind, message=message)
+        await feed.status("running")
+        try:
+            result = await self._dispatch(ctx)
+        except TaskFailed as exc:
+            result = self._failed(ctx, exc.code, str(exc))
+        except Exception:  # a bug here must fail this one task, never the daemon
+            logger.exception("task %s crashed in the runner", task.task_id)
+            result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
+        if ctx.ran:
+            await self._after_turn(ctx)
+        return await self._finish(feed, result, ctx)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """For the heartbeat: what this device can run. Computed once, then cached."""
+        if self._capabilities is None:
+            self._capabilities = self._probe_capabilities()
+        caps = self._capabilities
+        return {**caps, "computerUse": {**caps["computerUse"], "codex": self._codex_computer_use}}
+
+    async def refresh_capabilities(self) -> dict[str, Any]:
+        """Re-probe (off the event loop), including the CUA driver's health."""
+        self._capabilities = await asyncio.to_thread(self._probe_capabilities)
+        health = await cua.driver_health(cua.find_driver(self.config.cua_bin))
+        self._capabilities["computerUse"]["cuaDriver"] = {"available": health.available,
+                                                          "version": health.version}
+        return self.capabilities
+
+    # ---------------------------------------------------------------- paths
+
+    async def _dispatch(self, ctx: RunContext) -> TaskResult:
+        if ctx.cancel.is_set():
+            return TaskResult("cancelled", error_code="cancelled",
+                              error_message="the task was cancelled before it started")
+        task = ctx.task
+        if task.target_turn_id:
+            return await self._steer(ctx)
+        if task.intent == "thread_collaboration":
+            return await self._collaborate(ctx)
+        if task.intent == "computer_use":
+            return await self._computer_use(ctx)
+        return await self._turn_with_fallback(ctx)
+
+    async def _client(self) -> Any:
+        try:
+            return await self.app.client()
+        except AppServerError as exc:
+            raise TaskFailed("the Codex app-server is not available", "app_server_unavailable") from exc
+
+    async def _steer(self, ctx: RunContext) -> TaskResult:
+        if not ctx.thread_id:
+            raise TaskRejected("a steer needs codexThreadRef (the thread of the turn)")
+        outcome = await AppServerTurn(ctx, await self._client()).steer()
+        return self._result(ctx, outcome, "app_server")
+
+    async def _collaborate(self, ctx: RunContext) -> TaskResult:
+        client = await self._client()
+        items = await collaboration.read_source(client, ctx.task.source_thread_ref or "")
+        summary = collaboration.build_summary(items, workdir=str(ctx.workdir))
+        if summary is None:
+            raise TaskFailed("the source thread has no answer to share yet", "source_thread_empty")
+        ctx.thread_id = ctx.task.target_thread_ref
+        try:
+            outcome = await AppServerTurn(ctx, client).run(inject=collaboration.inject_items(summary))
+        except TurnNotStarted as exc:
+            raise TaskFailed("the target thread could not be prepared", "app_server_unavailable") from exc
+        return self._result(ctx, outcome, "app_server")
+
+    async def _computer_use(self, ctx: RunContext) -> TaskResult:
+        client = await self._client()
+        self._codex_computer_use = await cua.codex_has_computer_use(client)
+        if self._codex_computer_use:
+            return await self._turn_with_fallback(ctx)
+        binary = cua.find_driver(self.config.cua_bin)
+        health = await cua.driver_health(binary)
+        if "cua" not in self.config.codex.fallback or not health.available or not binary:
+            reason = health.reason or "the cua fallback is disabled on this device"
+            raise TaskFailed(f"computer use is not available: {reason}", "computer_use_unavailable")
+        await ctx.feed.event("backend", backend="cua")
+        try:
+            outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary))
+        except TurnNotStarted as exc:
+            raise TaskFailed("the Codex app-server could not start the desktop thread",
+                             "app_server_unavailable") from exc
+        return self._result(ctx, outcome, "cua", fallback_from="app_server")
+
+    async def _turn_with_fallback(self, ctx: RunContext) -> TaskResult:
+        try:
+            client = await self.app.client()
+            outcome = await AppServerTurn(ctx, client).run()
+            return self._result(ctx, outcome, "app_server")
+        except (AppServerUnavailable, TurnNotStarted) as exc:
+            cause = exc.cause if isinstance(exc, TurnNotStarted) else exc
+            logger.info("app-server failed before the turn (%s)", cause.__class__.__name__)
+        if "exec" not in self.config.codex.fallback:
+            raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
+        return await self._exec(ctx)
+
+    async def _exec(self, ctx: RunContext) -> TaskResult:
+        try:
+            binary = resolve_native(find_codex(self.config.codex.bin))
+        except AppServerUnavailable as exc:
+            raise TaskFailed("neither the Codex app-server nor codex exec can run",
+                             "app_server_unavailable") from exc
+        await ctx.feed.event("warning", kind="fallback",
+                             message="the Codex app-server was unavailable; ran codex exec instead")
+        await ctx.feed.event("backend", backend="exec")
+        outcome = await ExecRun(ctx, binary, self.env).run()
+        return self._result(ctx, outcome, "exec", fallback_from="app_server")
+
+    # ---------------------------------------------------------------- results
+
+    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: str,
+                fallback_from: str | None = None) -> TaskResult:
+        answer = final_answer(ctx.feed.card) or (
+            sanitize_text(outcome.last_answer, workdir=ctx.workdir, limit=MAX_RESULT_CHARS)
+            if outcome.last_answer else None)
+        return TaskResult(
+            status=outcome.status,  # type: ignore[arg-type]
+            backend=backend,  # type: ignore[arg-type]
+            fallback_from=fallback_from,  # type: ignore[arg-type]
+            codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
+            result_text=answer if outcome.status == "completed" else None,
+            error_code=outcome.error_code if outcome.status != "completed" else None,
+            error_message=outcome.error_message if outcome.status != "completed" else None,
+        )
+
+    def _failed(self, ctx: RunContext, code: str, message: str) -> TaskResult:
+        return TaskResult("failed", backend=None, codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
+                          error_code=code, error_message=sanitize_text(message, workdir=ctx.workdir))
+
+    async def _after_turn(self, ctx: RunContext) -> None:
+        try:
+            if self._gh_status is None:
+                self._gh_status = await gitfacts.github_cli(ctx.workdir)
+            branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
+            if branch:
+                await ctx.feed.event("branch", **branch)
+            found = await asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir, ctx.started_at)
+            if found:
+                await ctx.feed.event("artifacts", artifacts=found)
+        except Exception as exc:  # facts are a nicety; they never fail the task
+            logger.warning("reading branch facts failed: %s", exc.__class__.__name__)
+
+    async def _finish(self, feed: CardFeed, result: TaskResult, ctx: RunContext | None) -> TaskResult:
+        if result.error_message:
+            workdir = ctx.workdir if ctx else None
+            result.error_message = sanitize_text(result.error_message, workdir=workdir)
+        if result.backend is None and ctx is not None and ctx.ran:
+            result.backend = "app_server"
+        await feed.event("finished", status=result.status, at=now_iso())
+        result.execution_progress = feed.to_dict()
+        logger.info("task %s finished %s (backend %s)", ctx.task.task_id if ctx else "?",
+                    result.status, result.backend)
+        return result
+
+    def _probe_capabilities(self) -> dict[str, Any]:
+        try:
+            path = find_codex(self.config.codex.bin)
+            exec_cap = {"available": True, "version": codex_version(path)}
+        except AppServerUnavailable:
+            exec_cap = {"available": False, "version": None}
+        driver = cua.find_driver(self.config.cua_bin)
+        return {"codexExec": exec_cap,
+                "computerUse": {"codex": self._codex_computer_use,
+                                "cuaDriver": {"available": driver is not None, "version": None}}}
+
+
+__all__ = ["Runner"]

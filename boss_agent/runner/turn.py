@@ -1,0 +1,238 @@
+"""One turn on codex app-server: start (or steer) it and follow it to ``turn/completed``.
+
+The listener is registered before anything that could emit the turn's
+notifications (``thread/resume``, ``turn/start``, ``turn/steer``). Every message
+is reduced into the card; approval requests are answered in the same task group
+as the notification loop, so a pending approval never stops the card. Cancel
+interrupts the turn, ends the commands it left running, and waits a bounded
+time for Codex to report the turn interrupted.
+
+The boundary that matters for fallbacks: until ``turn/start`` has been sent,
+a failure is ``TurnNotStarted`` and another backend may run the task; after
+that, a lost app-server fails the task (``app_server_lost``) — never a second run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from boss_agent.errors import (
+    AppServerError,
+    RpcError,
+    TaskFailed,
+    TurnNotActive,
+)
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.runner.approvals import APPROVAL_METHODS, Approvals
+from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
+from boss_agent.runner.processes import kill_turn_processes
+
+logger = logging.getLogger(__name__)
+
+INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
+UNSUPPORTED_REQUEST = -32601
+
+
+class TurnNotStarted(Exception):
+    """Internal: the app-server failed before a turn started; a fallback may run."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(cause.__class__.__name__)
+
+
+@dataclass
+class TurnOutcome:
+    status: str  # completed | failed | cancelled
+    error_code: str | None = None
+    error_message: str | None = None
+    last_answer: str | None = None
+
+
+def _turn_error(turn: dict[str, Any]) -> str:
+    error = turn.get("error") if isinstance(turn.get("error"), dict) else {}
+    return str(error.get("message") or "the Codex turn failed")
+
+
+class AppServerTurn:
+    def __init__(self, ctx: RunContext, client: Any) -> None:
+        self.ctx = ctx
+        self.client = client
+        self.turn_sent = False
+        self._pids: set[int] = set()
+        self._last_answer: str | None = None
+        self._interrupting = False
+
+    # ------------------------------------------------------------------ entry points
+
+    async def run(self, *, config: dict[str, Any] | None = None,
+                  inject: list[dict[str, Any]] | None = None) -> TurnOutcome:
+        """Resume ``ctx.thread_id`` (or start a new thread), optionally inject items, run a turn."""
+        extra = {"config": config} if config else {}
+        ctx = self.ctx
+        if ctx.thread_id:
+            async with self.client.listen(ctx.thread_id) as listener:
+                await self._resume(extra)
+                return await self._start_and_follow(listener, inject)
+        started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
+        ctx.thread_id = started["thread"]["id"]
+        # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
+        async with self.client.listen(ctx.thread_id) as listener:
+            return await self._start_and_follow(listener, inject)
+
+    async def steer(self) -> TurnOutcome:
+        ctx = self.ctx
+        expected = ctx.task.target_turn_id
+        async with self.client.listen(ctx.thread_id) as listener:
+            try:
+                await self.client.turn_steer(ctx.thread_id, expected, ctx.input())
+            except TurnNotActive:
+                raise
+            except RpcError as exc:
+                raise TurnNotActive(sanitize_text(exc.message, limit=300)) from exc
+            ctx.turn_id = expected
+            ctx.ran = True
+            # The steer's output arrives on the original turn; its task answers the approvals.
+            return await self._follow(listener, answer_approvals=False)
+
+    # ------------------------------------------------------------------ internals
+
+    async def _resume(self, extra: dict[str, Any]) -> None:
+        ctx = self.ctx
+        try:
+            await self.client.thread_resume(ctx.thread_id, excludeTurns=True, **ctx.thread_params(), **extra)
+            return
+        except RpcError as exc:
+            refused = exc
+        except AppServerError as exc:
+            raise TurnNotStarted(exc) from exc
+        # A thread started here that has no turn yet has no rollout to resume from, but it
+        # is loaded and usable as it is (turn/start still carries the approval policy).
+        loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
+        if ctx.thread_id not in (loaded or {}).get("data", []):
+            raise TurnNotStarted(refused) from refused
+
+    async def _before_turn(self, call: Any) -> Any:
+        try:
+            return await call
+        except AppServerError as exc:
+            raise TurnNotStarted(exc) from exc
+
+    async def _start_and_follow(self, listener: Any, inject: list[dict[str, Any]] | None) -> TurnOutcome:
+        ctx = self.ctx
+        if inject:
+            await self._before_turn(self.client.thread_inject_items(ctx.thread_id, inject))
+        if ctx.cancel.is_set():
+            return TurnOutcome("cancelled", "cancelled", "the task was cancelled before it started")
+        self.turn_sent = True
+        try:
+            started = await self.client.turn_start(ctx.thread_id, ctx.input(),
+                                                   approvalPolicy=ctx.policy.approval_policy)
+        except RpcError as exc:  # codex answered: no turn exists, so another backend may run
+            self.turn_sent = False
+            raise TurnNotStarted(exc) from exc
+        ctx.turn_id = started["turn"]["id"]
+        ctx.ran = True
+        return await self._follow(listener, answer_approvals=True)
+
+    async def _follow(self, listener: Any, *, answer_approvals: bool) -> TurnOutcome:
+        ctx = self.ctx
+        approvals = Approvals(task_id=ctx.task.task_id, feed=ctx.feed, sink=ctx.sink,
+                              approval_mode=ctx.policy.approval_mode,
+                              timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir))
+        failure: BaseException | None = None
+        turn: dict[str, Any] | None = None
+        try:
+            # The deadline stays open until a cancel; then it bounds the wait for turn/completed.
+            async with asyncio.timeout(None) as deadline, asyncio.TaskGroup() as tg:
+                watcher = tg.create_task(self._watch_cancel(deadline))
+                try:
+                    turn = await self._loop(listener, tg, approvals, answer_approvals)
+                except AppServerError as exc:
+                    failure = exc
+                finally:
+                    approvals.cancel_all()
+                    if not self._interrupting:
+                        watcher.cancel()
+                    # else: let it finish killing the turn's processes before the task reports.
+        except TimeoutError as exc:
+            failure = exc
+        return self._outcome(turn, failure)
+
+    async def _loop(self, listener: Any, tg: asyncio.TaskGroup, approvals: Approvals,
+                    answer_approvals: bool) -> dict[str, Any] | None:
+        async for message in listener:
+            if not hasattr(message, "raw"):  # a server request
+                await self._server_request(message, tg, approvals, answer_approvals)
+                continue
+            await self.ctx.feed.feed(message.raw)
+            params = message.params if isinstance(message.params, dict) else {}
+            if message.method == "serverRequest/resolved":
+                approvals.resolved(params.get("requestId"))
+            elif message.method in ("item/started", "item/completed"):
+                self._note_item(params.get("item") or {})
+            elif message.method == "turn/completed":
+                turn = params.get("turn") or {}
+                if turn.get("id") == self.ctx.turn_id:
+                    return turn
+        return None
+
+    async def _server_request(self, request: Any, tg: asyncio.TaskGroup, approvals: Approvals,
+                              answer_approvals: bool) -> None:
+        await self.ctx.feed.feed({"id": request.id, "method": request.method, "params": request.params})
+        if request.method in APPROVAL_METHODS:
+            if answer_approvals:
+                approvals.start(tg, request)
+            return
+        if request.method == "item/tool/call":  # no dynamic tools are registered by boss-agent
+            await request.respond({"contentItems": [], "success": False})
+        else:
+            await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
+
+    def _note_item(self, item: dict[str, Any]) -> None:
+        if item.get("type") == "commandExecution":
+            pid = str(item.get("processId") or "")
+            if pid.isdigit():
+                self._pids.add(int(pid))
+        elif item.get("type") == "agentMessage" and item.get("text"):
+            self._last_answer = item["text"]
+
+    async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:
+        ctx = self.ctx
+        await ctx.cancel.wait()
+        self._interrupting = True
+        deadline.reschedule(asyncio.get_running_loop().time() + INTERRUPT_GRACE_S)
+        try:
+            await self.client.turn_interrupt(ctx.thread_id, ctx.turn_id)
+        except AppServerError as exc:
+            logger.info("turn/interrupt failed (%s); ending the commands anyway", exc.__class__.__name__)
+        # codex leaves interrupted exec processes running (facts 3f): end them here.
+        killed = await asyncio.to_thread(kill_turn_processes, self._pids, ctx.workdir, ctx.started_at)
+        if killed:
+            logger.info("ended %d process(es) the interrupted turn left running", killed)
+
+    def _outcome(self, turn: dict[str, Any] | None, failure: BaseException | None) -> TurnOutcome:
+        answer = self._last_answer
+        if self._interrupting:
+            return TurnOutcome("cancelled", "cancelled", "the task was cancelled", answer)
+        if failure is not None or turn is None:
+            logger.warning("app-server lost during a turn: %s",
+                           failure.__class__.__name__ if failure else "stream ended")
+            return TurnOutcome("failed", "app_server_lost",
+                               "the Codex app-server went away during the turn", answer)
+        status = turn.get("status")
+        if status == "completed":
+            return TurnOutcome("completed", last_answer=answer)
+        if status == "interrupted":
+            return TurnOutcome("failed", "codex_turn_interrupted", "the Codex turn was interrupted", answer)
+        message = sanitize_text(_turn_error(turn), workdir=self.ctx.workdir, limit=MAX_RESULT_CHARS)
+        return TurnOutcome("failed", "codex_turn_failed", message, answer)
+
+
+def as_task_failure(outcome: TurnOutcome) -> TaskFailed | None:
+    if outcome.status == "failed":
+        return TaskFailed(outcome.error_message or "the task failed", outcome.error_code)
+    return None

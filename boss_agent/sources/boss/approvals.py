@@ -1,0 +1,97 @@
+"""Remote approvals (device API §6): ask the phone, wait for its decision.
+
+One Codex approval request is exactly one approval on the server: the approval id
+comes from the runner and is deterministic, so a retried POST names the same
+approval (a ``409`` on create means it already exists). The decision is long-polled
+until the task's approval timeout, which declines. A cancelled task stops waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
+from boss_agent.sources.boss.api import APPROVAL_WAIT_MS, BossApi
+from boss_agent.tasks import ApprovalRequest, Task
+
+logger = logging.getLogger(__name__)
+
+DECLINE = "decline"
+MIN_POLL_MS = 1_000  # the last poll before the timeout still gives the server a moment
+
+
+async def _first_of(work: Any, cancel: asyncio.Event) -> tuple[bool, Any]:
+    """Run ``work`` until it returns or ``cancel`` is set: (finished, result)."""
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(work)
+        stop = tg.create_task(cancel.wait())
+        await asyncio.wait({job, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if job.done():
+            stop.cancel()
+            return True, job.result()
+        job.cancel()
+        return False, None
+
+
+class RemoteApprovals:
+    def __init__(self, api: BossApi, timeout_s: float) -> None:
+        self.api = api
+        self.timeout_s = timeout_s
+
+    async def request(self, task: Task, request: ApprovalRequest,
+                      cancel: asyncio.Event) -> str | dict[str, Any]:
+        """The user's decision, or ``"decline"`` on timeout, cancel or a dead server."""
+        if task.approval_mode != "remote":
+            return DECLINE
+        deadline = time.monotonic() + self.timeout_s
+        finished, decision = await _first_of(self._ask(task, request, deadline), cancel)
+        if not finished:
+            return DECLINE
+        return decision
+
+    async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> str | dict[str, Any]:
+        try:
+            await self._create(task, request)
+        except BossAgentError as exc:
+            logger.warning("could not ask for approval on task %s (%s); declining", task.task_id, exc)
+            return DECLINE
+        while (remaining_ms := int((deadline - time.monotonic()) * 1000)) > 0:
+            wait_ms = max(MIN_POLL_MS, min(APPROVAL_WAIT_MS, remaining_ms))
+            try:
+                answer = await self.api.approval_status(task.task_id, request.approval_id, wait_ms)
+            except (TaskGone, Unauthorized) as exc:
+                logger.warning("approval on task %s abandoned: %s", task.task_id, exc)
+                return DECLINE
+            except BossAgentError as exc:
+                logger.info("approval poll on task %s failed: %s", task.task_id, exc)
+                continue
+            if answer.get("status") == "decided":
+                return self._checked(request, answer.get("decision"))
+        logger.info("approval on task %s timed out; declining", task.task_id)
+        return DECLINE
+
+    async def _create(self, task: Task, request: ApprovalRequest) -> None:
+        body: dict[str, Any] = {
+            "approvalId": request.approval_id, "kind": request.kind, "summary": request.summary,
+            "risk": request.risk, "availableDecisions": list(request.available_decisions),
+        }
+        if request.questions:
+            body["questions"] = list(request.questions)
+        try:
+            await self.api.create_approval(task.task_id, body)
+        except BossApiError as exc:
+            # A retried POST whose first try did land: the same approval already exists.
+            if exc.status != 409 or exc.code == "task_not_owned":
+                raise
+
+    @staticmethod
+    def _checked(request: ApprovalRequest, decision: Any) -> str | dict[str, Any]:
+        if isinstance(decision, dict) and request.kind == "userInput":
+            return decision
+        if isinstance(decision, str) and decision in request.available_decisions:
+            return decision
+        logger.warning("the server sent a decision this request does not offer; declining")
+        return DECLINE

@@ -1,0 +1,89 @@
+"""Progress uploads for one task (device API §4): coalesced, ordered, last state kept.
+
+The runner may report a new card for every streamed token; the uploader keeps only
+the latest card and sends at most ``MAX_UPLOADS_PER_S`` requests per task, with
+``seq`` growing by one per upload. ``close`` sends the final card (if it was not the
+last one sent) before ``run`` returns. A ``404``/``409`` answer (the task was taken
+away) or ``cancelRequested: true`` sets the task's cancel event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from boss_agent.errors import BossAgentError, TaskGone, Unauthorized
+from boss_agent.sources.boss.api import BossApi
+
+logger = logging.getLogger(__name__)
+
+MAX_UPLOADS_PER_S = 4.0  # a phone redraws a card a few times a second at most
+MIN_UPLOAD_INTERVAL_S = 1.0 / MAX_UPLOADS_PER_S
+
+
+class ProgressUploader:
+    def __init__(self, api: BossApi, task_id: str, cancel: asyncio.Event, *,
+                 min_interval_s: float = MIN_UPLOAD_INTERVAL_S) -> None:
+        self.api = api
+        self.task_id = task_id
+        self.cancel = cancel
+        self.min_interval_s = min_interval_s
+        self.seq = 0
+        self._latest: dict[str, Any] | None = None
+        self._sent: dict[str, Any] | None = None
+        self._dirty = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._gone = False
+
+    def update(self, card: dict[str, Any]) -> None:
+        """Remember the newest card; cheap, never blocks."""
+        self._latest = card
+        self._dirty.set()
+
+    def close(self, final_card: dict[str, Any] | None = None) -> None:
+        """No more updates; ``run`` uploads ``final_card`` (or the latest) and returns."""
+        if final_card:
+            self._latest = final_card
+        self._closed.set()
+        self._dirty.set()
+
+    async def run(self) -> None:
+        last_upload = -float("inf")
+        while not self._gone:
+            await self._dirty.wait()
+            wait = last_upload + self.min_interval_s - time.monotonic()
+            if wait > 0:
+                # Coalescing window: updates arriving now replace each other. Closing
+                # ends the window early: the final card is never held back.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closed.wait(), wait)
+            self._dirty.clear()
+            card = self._latest
+            if card is not None and card is not self._sent:
+                last_upload = time.monotonic()
+                await self._upload(card)
+            if self._closed.is_set() and not self._dirty.is_set():
+                return
+
+    async def _upload(self, card: dict[str, Any]) -> None:
+        self.seq += 1
+        try:
+            answer = await self.api.progress(self.task_id, self.seq, card)
+        except TaskGone:
+            logger.warning("task %s was taken away by the server; stopping it", self.task_id)
+            self._gone = True
+            self.cancel.set()
+            return
+        except Unauthorized:
+            self._gone = True  # the heartbeat and claim loops handle the revoked token
+            return
+        except BossAgentError as exc:
+            logger.info("progress upload for task %s failed: %s", self.task_id, exc)
+            return  # the next upload carries the newer state anyway
+        self._sent = card
+        if answer.get("cancelRequested") is True:
+            logger.info("the server asked to cancel task %s", self.task_id)
+            self.cancel.set()

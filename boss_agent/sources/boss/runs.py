@@ -1,0 +1,188 @@
+"""Claimed tasks, from the claim answer to the spooled result (device API §3-§5).
+
+``TaskRuns`` validates each claimed task, runs it on the runner in the daemon's task
+group with a sink that uploads progress and asks for approvals, and spools the
+result. It never holds more than ``max_concurrent`` tasks. A malformed task is
+completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task without
+a usable ``taskId`` cannot be completed and is only logged. A task id that is
+already running or already spooled is never run a second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from boss_agent.errors import TaskRejected
+from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.sources.boss.api import BossApi
+from boss_agent.sources.boss.approvals import RemoteApprovals
+from boss_agent.sources.boss.progress import ProgressUploader
+from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
+from boss_agent.tasks import (
+    MAX_ID_CHARS,
+    ApprovalRequest,
+    Task,
+    TaskResult,
+    TaskRunner,
+    parse_task,
+)
+
+logger = logging.getLogger(__name__)
+
+FINAL_UPLOAD_TIMEOUT_S = 10.0  # the final card is also in `complete`; never wait long for it
+
+
+class BossTaskSink:
+    """The ``TaskSink`` the runner gets for one Boss task."""
+
+    def __init__(self, task: Task, uploader: ProgressUploader, approvals: RemoteApprovals,
+                 cancel: asyncio.Event) -> None:
+        self.task = task
+        self.uploader = uploader
+        self.approvals = approvals
+        self.cancel = cancel
+
+    async def progress(self, card: dict[str, Any]) -> None:
+        self.uploader.update(card)
+
+    async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
+        return await self.approvals.request(self.task, request, self.cancel)
+
+
+def usable_task_id(raw: Any) -> str | None:
+    task_id = raw.get("taskId") if isinstance(raw, dict) else None
+    if isinstance(task_id, str) and task_id and len(task_id) <= MAX_ID_CHARS:
+        return task_id
+    return None
+
+
+class TaskRuns:
+    def __init__(self, runner: TaskRunner, api: BossApi, spool: CompletionSpool,
+                 journal: RunningJournal, approvals: RemoteApprovals, max_concurrent: int,
+                 on_spooled: Callable[[], None]) -> None:
+        self.runner = runner
+        self.api = api
+        self.spool = spool
+        self.journal = journal
+        self.approvals = approvals
+        self.max_concurrent = max_concurrent
+        self.on_spooled = on_spooled
+        self.running: dict[str, asyncio.Event] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.changed = asyncio.Event()  # set whenever a slot frees up
+
+    @property
+    def free_slots(self) -> int:
+        return max(0, self.max_concurrent - len(self.running))
+
+    def running_ids(self) -> list[str]:
+        return list(self.running)
+
+    def cancel(self, task_id: str) -> bool:
+        event = self.running.get(task_id)
+        if event is None:
+            return False
+        logger.info("cancelling task %s", task_id)
+        event.set()
+        return True
+
+    def cancel_all(self) -> None:
+        for event in self.running.values():
+            event.set()
+
+    def abort(self) -> None:
+        """Cancel the runs outright (shutdown after the grace period); each spools `cancelled`."""
+        for task in self._tasks.values():
+            task.cancel()
+
+    async def wait_idle(self) -> None:
+        while self.running:
+            self.changed.clear()
+            await self.changed.wait()
+
+    def accept(self, raw: Any, tg: asyncio.TaskGroup) -> None:
+        """Take one claimed task object: reject it, ignore a duplicate, or start it."""
+        task_id = usable_task_id(raw)
+        if task_id is None:
+            logger.warning("the server sent a task without a usable taskId; skipped")
+            return
+        if task_id in self.running or task_id in self.spool:
+            logger.info("task %s is already running or finished here; not run again", task_id)
+            self.on_spooled()
+            return
+        try:
+            task = parse_task(raw)
+        except TaskRejected as exc:
+            logger.warning("task %s rejected: %s (%s)", task_id, exc, exc.code)
+            self._spool(task_id, TaskResult(status="failed", error_code=exc.code,
+                                            error_message=sanitize_text(exc, limit=300)))
+            return
+        if self.free_slots <= 0:
+            # The claim asked for free slots only; more tasks than that is a server bug.
+            self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
+                                            error_message="the device has no free task slot"))
+            return
+        cancel = asyncio.Event()
+        self.running[task_id] = cancel
+        self.journal.add(task_id, task.attempt)
+        self._tasks[task_id] = tg.create_task(self._run(task, cancel), name=f"task {task_id}")
+
+    def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
+        self.spool.put_result(task_id, result)
+        self.journal.remove(task_id)  # after the spool: a crash in between duplicates, never loses
+        if deliver:
+            self.on_spooled()
+
+    async def _run(self, task: Task, cancel: asyncio.Event) -> None:
+        uploader = ProgressUploader(self.api, task.task_id, cancel)
+        sink = BossTaskSink(task, uploader, self.approvals, cancel)
+        result: TaskResult | None = None
+        try:
+            async with asyncio.TaskGroup() as tg:
+                uploads = tg.create_task(uploader.run())
+                try:
+                    result = await self._execute(task, sink, cancel)
+                    # Durable first; delivered after the final card, which the server
+                    # refuses (409) once the task is complete.
+                    self._spool(task.task_id, result, deliver=False)
+                finally:
+                    uploader.close(result.execution_progress if result else None)
+                # Not in this body: an exception here would reach the group as an
+                # ExceptionGroup; the helper ends the upload itself when time is up.
+                tg.create_task(self._bounded(uploads, task.task_id))
+        except asyncio.CancelledError:
+            if result is None:  # forced shutdown: the runner never returned
+                self._spool(task.task_id, TaskResult(
+                    status="cancelled", error_code="agent_shutdown",
+                    error_message="the agent stopped before the task finished"))
+            raise
+        finally:
+            self.running.pop(task.task_id, None)
+            self._tasks.pop(task.task_id, None)
+            self.changed.set()
+            self.on_spooled()
+
+    @staticmethod
+    async def _bounded(uploads: asyncio.Task[None], task_id: str) -> None:
+        try:
+            async with asyncio.timeout(FINAL_UPLOAD_TIMEOUT_S):
+                await asyncio.shield(uploads)
+        except TimeoutError:
+            logger.info("final progress upload of task %s did not finish in time", task_id)
+            uploads.cancel()
+
+    async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
+        logger.info("task %s started (%s)", task.task_id, task.intent)
+        try:
+            result = await self.runner.run(task, sink, cancel)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
+            logger.exception("the runner raised on task %s", task.task_id)
+            result = TaskResult(status="failed", error_code="internal_error",
+                                error_message=sanitize_text(exc.__class__.__name__, limit=200))
+        logger.info("task %s finished: %s", task.task_id, result.status)
+        return result

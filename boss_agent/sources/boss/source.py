@@ -1,0 +1,184 @@
+"""The Boss control plane as a task source: heartbeat, claim, run, report.
+
+``BossSource`` wires the pieces of this package for one paired device and runs their
+loops in the task group the daemon owns. It keeps the revoked-token state: a 401
+anywhere stops claiming and heartbeats (results stay spooled) until the token file
+changes, i.e. the user paired again, instead of crash-looping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from boss_agent import __version__
+from boss_agent.errors import BossApiError, Unauthorized
+from boss_agent.identity import Identity, identity_stamp, load_identity
+from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
+from boss_agent.sources.boss.approvals import RemoteApprovals
+from boss_agent.sources.boss.flusher import SpoolFlusher
+from boss_agent.sources.boss.heartbeat import (
+    HeartbeatLoop,
+    clamp_interval_s,
+    watch_clock,
+)
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.runs import TaskRuns
+from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
+from boss_agent.tasks import TaskRunner
+
+logger = logging.getLogger(__name__)
+
+REPAIR_CHECK_S = 5.0  # while unpaired, how often the token file is checked for a new pairing
+CLAIM_REFUSED_PAUSE_S = 60.0  # after a non-retryable claim error: log once a minute, not spin
+
+
+class BossSource:
+    def __init__(self, state_dir: Path, identity: Identity, runner: TaskRunner, *,
+                 max_concurrent: int, approval_timeout_s: float,
+                 capabilities: Callable[[], dict[str, Any]],
+                 system: Callable[[], dict[str, Any]],
+                 policy: RetryPolicy | None = None, claim_wait_ms: int = CLAIM_WAIT_MS,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.state_dir = state_dir
+        self.identity = identity
+        self.policy = policy or RetryPolicy()
+        self.claim_wait_ms = claim_wait_ms
+        self.clock = clock
+        self.api = self._new_api(identity)
+        self.spool = CompletionSpool(state_dir)
+        self.journal = RunningJournal(state_dir)
+        self.capabilities = capabilities
+        self.system = system
+        self.authorized = asyncio.Event()
+        self.authorized.set()
+        self.revoked = asyncio.Event()  # the complement of ``authorized``, for waiters
+        self.draining = False
+        self.flusher = SpoolFlusher(lambda: self.api, self.spool, self.mark_unauthorized)
+        self.approvals = RemoteApprovals(self.api, approval_timeout_s)
+        self.runs = TaskRuns(runner, self.api, self.spool, self.journal, self.approvals,
+                             max_concurrent, self.flusher.wake)
+        self.heartbeat = HeartbeatLoop(
+            lambda body: self.api.heartbeat(body), self.heartbeat_body, self.runs.cancel,
+            self.mark_unauthorized, clamp_interval_s(identity.heartbeat_interval_ms, 15.0))
+        self._stamp = identity_stamp(state_dir)
+        self._loops: list[asyncio.Task[None]] = []
+        self._claim: asyncio.Task[None] | None = None
+
+    def _new_api(self, identity: Identity) -> BossApi:
+        return BossApi(identity.server_url, device_id=identity.device_id, token=identity.token,
+                       policy=self.policy)
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def paired(self) -> bool:
+        return self.authorized.is_set()
+
+    def mark_unauthorized(self) -> None:
+        if self.authorized.is_set():
+            logger.error("the server rejected the device token (revoked?); run `boss-agent pair` "
+                         "again. Claiming stopped; results stay spooled.")
+        self.authorized.clear()
+        self.revoked.set()
+
+    def state(self) -> str:
+        if self.draining:
+            return "draining"
+        return "busy" if self.runs.free_slots == 0 else "idle"
+
+    def heartbeat_body(self) -> dict[str, Any]:
+        return {"agentVersion": __version__, "state": self.state(),
+                "runningTaskIds": self.runs.running_ids(),
+                "maxConcurrentTasks": self.runs.max_concurrent,
+                "capabilities": self.capabilities(), "system": self.system()}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The source's part of the state file that `boss-agent status` reads."""
+        return {"paired": self.paired, "serverUrl": self.identity.server_url,
+                "deviceId": self.identity.device_id, "state": self.state(),
+                "runningTaskIds": self.runs.running_ids(), "spooledReports": len(self.spool),
+                "lastHeartbeat": self.heartbeat.last}
+
+    # ----------------------------------------------------------------- loops
+
+    def start(self, tg: asyncio.TaskGroup) -> None:
+        """Recover a dead daemon's tasks, then start every loop in ``tg``."""
+        self.journal.recover(self.spool)
+        self._claim = tg.create_task(self._claim_loop(tg), name="boss claim")
+        self._loops = [
+            self._claim,
+            tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
+            tg.create_task(self.flusher.run(self.authorized), name="boss spool"),
+            tg.create_task(self._repair_watch(), name="boss pairing watch"),
+            tg.create_task(watch_clock(self.on_resume, **({"wall": self.clock} if self.clock else {})),
+                           name="clock watch"),
+        ]
+
+    async def _claim_loop(self, tg: asyncio.TaskGroup) -> None:
+        while not self.draining:
+            await self.authorized.wait()
+            if self.runs.free_slots == 0:
+                self.runs.changed.clear()
+                await self.runs.changed.wait()
+                continue
+            try:
+                tasks = await self.api.claim(self.runs.free_slots, self.claim_wait_ms)
+            except Unauthorized:
+                self.mark_unauthorized()
+                continue
+            except BossApiError as exc:
+                # A 4xx the policy does not retry (a server bug, an API mismatch): do not spin.
+                logger.error("claim refused: %s", exc)
+                await asyncio.sleep(CLAIM_REFUSED_PAUSE_S)
+                continue
+            for raw in tasks:
+                self.runs.accept(raw, tg)
+            if tasks:
+                self.heartbeat.now.set()  # the state (busy, running ids) changed
+
+    async def _repair_watch(self) -> None:
+        while True:
+            await asyncio.sleep(REPAIR_CHECK_S)
+            if self.authorized.is_set():
+                continue
+            stamp = identity_stamp(self.state_dir)
+            if stamp is None or stamp == self._stamp:
+                continue
+            identity = load_identity(self.state_dir)
+            if identity is None:
+                continue
+            logger.info("paired again as %s; resuming", identity.device_id)
+            self._stamp, self.identity = stamp, identity
+            old, self.api = self.api, self._new_api(identity)
+            self.runs.api = self.approvals.api = self.api
+            await old.__aexit__(None, None, None)
+            self.revoked.clear()
+            self.authorized.set()
+
+    async def on_resume(self, _drift_s: float) -> None:
+        await self.api.reconnect()
+        self.heartbeat.now.set()
+
+    # ----------------------------------------------------------------- shutdown
+
+    def stop_claiming(self) -> None:
+        self.draining = True
+        if self._claim is not None:
+            self._claim.cancel()
+        self.heartbeat.now.set()  # tell the server we are draining
+
+    async def final_flush(self, timeout_s: float) -> None:
+        """One bounded delivery attempt of the spool; what is left stays for the next start."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self.flusher.flush(forever=False)
+
+    async def close(self) -> None:
+        for loop in self._loops:
+            loop.cancel()
+        await self.api.__aexit__(None, None, None)

@@ -1,0 +1,188 @@
+"""Test peers for the Boss source and the daemon (used by tests/test_boss_* and test_daemon_*).
+
+``FaultProxy`` is a real HTTP reverse proxy on loopback (aiohttp in, httpx out) that
+records every request and can answer a status of its choice for the first N requests
+matching a path suffix; it sits in front of the real ControlPlane. ``StubRunner`` is
+a small in-test ``TaskRunner`` for the source's own logic (claim, spool, progress,
+approvals, cancel) where the real codex runner would only add noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import httpx
+from aiohttp import web
+
+from boss_agent.config import Config, load_config
+from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
+
+WAIT_S = 30.0  # upper bound for any awaited condition in these tests
+PROXY_SHUTDOWN_S = 1.0  # in-flight proxied long polls are abandoned at teardown
+
+
+@dataclass
+class Fault:
+    suffix: str
+    remaining: int
+    status: int = 500
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    body: Any
+    status: int
+
+
+class FaultProxy:
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.faults: list[Fault] = []
+        self.claim_injections: list[list[Any]] = []  # answered instead of the next claims
+        self.heartbeat_interval_ms: int | None = None  # rewrites the server's interval
+        self.seen: list[Seen] = []
+        self.changed = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._client: httpx.AsyncClient | None = None
+        self.url = ""
+
+    def fail(self, suffix: str, count: int, status: int = 500, **headers: str) -> None:
+        self.faults.append(Fault(suffix, count, status, headers))
+
+    def inject_claim(self, tasks: list[Any]) -> None:
+        self.claim_injections.append(tasks)
+
+    def requests(self, suffix: str, method: str = "POST") -> list[Seen]:
+        return [s for s in self.seen if s.path.endswith(suffix) and s.method == method]
+
+    async def wait_for(self, predicate: Any, timeout: float = WAIT_S) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def __aenter__(self) -> Self:
+        self._client = httpx.AsyncClient(timeout=None)
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=PROXY_SHUTDOWN_S)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner and self._client
+        # Upstream long polls of a daemon that is gone would hold the cleanup for ~25 s.
+        await self._client.aclose()
+        await self._runner.cleanup()
+
+    def _record(self, request: web.Request, raw: bytes, status: int) -> None:
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.seen.append(Seen(request.method, request.path, body, status))
+        self.changed.set()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        assert self._client
+        try:
+            raw = await request.read()
+        except ConnectionResetError:  # the daemon cancelled a long poll mid-request
+            return web.Response(status=499)
+        for fault in self.faults:
+            if fault.remaining > 0 and request.path.endswith(fault.suffix):
+                fault.remaining -= 1
+                self._record(request, raw, fault.status)
+                body = {"error": {"code": "injected", "message": "injected fault"}}
+                return web.json_response(body, status=fault.status, headers=fault.headers)
+        if request.path.endswith("/tasks/claim") and self.claim_injections:
+            self._record(request, raw, 200)
+            return web.json_response({"tasks": self.claim_injections.pop(0)})
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in ("host", "content-length", "transfer-encoding")}
+        try:
+            upstream = await self._client.request(request.method, self.upstream + request.path_qs,
+                                                  content=raw, headers=headers)
+        except (httpx.HTTPError, RuntimeError):  # torn down mid-request
+            return web.Response(status=502)
+        self._record(request, raw, upstream.status_code)
+        content = upstream.content
+        if request.path.endswith("/heartbeat") and self.heartbeat_interval_ms and upstream.is_success:
+            content = json.dumps({**upstream.json(),
+                                  "heartbeatIntervalMs": self.heartbeat_interval_ms}).encode()
+        return web.Response(body=content, status=upstream.status_code,
+                            content_type="application/json")
+
+
+def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
+    """A config that reads no user file and no BOSS_* environment."""
+    settings = {"server.url": server_url, "state_dir": str(tmp_path / "state"),
+                "workspaces": [str(tmp_path)], "grace_period_s": 0}
+    settings.update({k.replace("__", "."): v for k, v in overrides.items()})
+    return load_config(None, overrides=settings,
+                       environ={})
+
+
+async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:
+    """Await ``predicate()`` becoming true, re-checking each time ``changed`` fires."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            changed.clear()
+            await changed.wait()
+
+
+class StubRunner:
+    """Streams ``cards`` progress updates, optionally asks one approval, then waits.
+
+    It finishes when ``release`` is set (completed, ``resultText`` = "done: <prompt>")
+    or when the task's cancel event is set (cancelled), like the real runner does.
+    """
+
+    capabilities: ClassVar[dict[str, Any]] = {"codexExec": {"available": True, "version": "test"}}
+
+    def __init__(self, cards: int = 3, approval: bool = False, hold: bool = False) -> None:
+        self.cards = cards
+        self.approval = approval
+        self.hold = hold
+        self.release = asyncio.Event()
+        self.started: dict[str, asyncio.Event] = {}
+        self.decisions: dict[str, Any] = {}
+        self.runs: list[str] = []
+
+    def started_event(self, task_id: str) -> asyncio.Event:
+        return self.started.setdefault(task_id, asyncio.Event())
+
+    async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        self.runs.append(task.task_id)
+        self.started_event(task.task_id).set()
+        for index in range(self.cards):
+            await sink.progress({"version": 1, "status": "running", "answerPreview": f"part {index}"})
+        if self.approval:
+            request = ApprovalRequest(f"apr_{task.task_id}_1", "command", "Run a command", "low",
+                                      ("accept", "decline"))
+            self.decisions[task.task_id] = await sink.request_approval(request)
+        if self.hold:
+            async with asyncio.TaskGroup() as tg:
+                done = [tg.create_task(self.release.wait()), tg.create_task(cancel.wait())]
+                await asyncio.wait(done, return_when=asyncio.FIRST_COMPLETED)
+                for job in done:
+                    job.cancel()
+        final = {"version": 1, "status": "cancelled" if cancel.is_set() else "completed"}
+        await sink.progress(final)
+        if cancel.is_set():
+            return TaskResult(status="cancelled", backend="app_server", error_code="cancelled",
+                              error_message="cancelled", execution_progress=final)
+        return TaskResult(status="completed", backend="app_server", codex_thread_ref="thr_stub",
+                          turn_id="turn_stub", result_text=f"done: {task.prompt}",
+                          execution_progress=final)

@@ -1,0 +1,151 @@
+"""The device API client against a real scripted HTTP server on loopback: error
+mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced progress."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from boss_agent.errors import BossApiError, BossUnreachable, TaskGone, Unauthorized
+from boss_agent.sources.boss.api import USER_AGENT, BossApi
+from boss_agent.sources.boss.progress import ProgressUploader
+from boss_agent.sources.boss.retry import RetryPolicy, is_retryable, parse_retry_after
+
+TOKEN = "tok_secret_abcdef123456"
+Answer = Callable[[web.Request, dict[str, Any]], web.StreamResponse]
+
+
+class Script:
+    """Answers each request with the next scripted answer for its path, then 200 {}."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, list[tuple[int, dict[str, Any], dict[str, str]]]] = {}
+        self.seen: list[tuple[str, dict[str, Any], dict[str, str], float]] = []
+
+    def add(self, path: str, status: int, body: dict[str, Any] | None = None, **headers: str) -> None:
+        self.answers.setdefault(path, []).append((status, body or {}, headers))
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json() if request.can_read_body else {}
+        self.seen.append((request.path, body, dict(request.headers), time.monotonic()))
+        queue = self.answers.get(request.path, [])
+        status, answer, headers = queue.pop(0) if queue else (200, {}, {})
+        return web.json_response(answer, status=status, headers=headers)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[Script, str]]:
+    script = Script()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", script.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield script, f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def error(code: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": f"{code} happened"}}
+
+
+def test_the_classifier_retries_network_408_429_and_5xx_only() -> None:
+    assert is_retryable(BossUnreachable("reset"))
+    for status in (408, 429, 500, 502, 503, 504):
+        assert is_retryable(BossApiError(status, "x", "y"))
+    for status in (400, 403, 404, 410, 422):
+        assert not is_retryable(BossApiError(status, "x", "y"))
+    assert not is_retryable(Unauthorized(401, "unauthorized", "revoked"))
+    assert not is_retryable(ValueError())
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+
+
+async def test_5xx_and_429_are_retried_with_the_server_asked_delay(server: tuple[Script, str]) -> None:
+    script, url = server
+    path = "/api/v1/devices/heartbeat"
+    script.add(path, 503, error("busy"))
+    script.add(path, 429, error("slow_down"), **{"Retry-After": "1"})
+    script.add(path, 200, {"heartbeatIntervalMs": 1000, "cancelTaskIds": []})
+    policy = RetryPolicy(initial_s=0.01, max_s=0.02, jitter_s=0, retry_after_cap_s=0.3)
+    async with BossApi(url, device_id="dev_1", token=TOKEN, policy=policy) as api:
+        answer = await api.heartbeat({"state": "idle"})
+    assert answer["heartbeatIntervalMs"] == 1000
+    times = [t for p, _, _, t in script.seen]
+    assert len(times) == 3
+    assert times[2] - times[1] >= 0.3  # Retry-After: 1, capped at 0.3 by the policy
+    _, body, headers, _ = script.seen[0]
+    assert body["deviceId"] == "dev_1"
+    assert headers["Authorization"] == f"Bearer {TOKEN}" and headers["User-Agent"] == USER_AGENT
+
+
+async def test_other_4xx_are_not_retried_and_401_is_unauthorized(server: tuple[Script, str]) -> None:
+    script, url = server
+    script.add("/api/v1/devices/heartbeat", 400, error("bad_request"))
+    script.add("/api/v1/devices/heartbeat", 401, error("unauthorized"))
+    script.add("/api/v1/master-agent/tasks/tsk_1/progress", 409, error("task_not_owned"))
+    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+        with pytest.raises(BossApiError) as bad:
+            await api.heartbeat({})
+        with pytest.raises(Unauthorized) as revoked:
+            await api.heartbeat({})
+        with pytest.raises(TaskGone):
+            await api.progress("tsk_1", 1, {})
+    assert bad.value.code == "bad_request" and len(script.seen) == 3
+    assert TOKEN not in str(revoked.value)
+
+
+async def test_an_unreachable_server_is_a_bounded_retryable_error() -> None:
+    policy = RetryPolicy(initial_s=0.01, max_s=0.02, jitter_s=0, give_up_after_s=0.2)
+    async with BossApi("http://127.0.0.1:9", device_id="d", token=TOKEN, policy=policy) as api:
+        with pytest.raises(BossUnreachable) as exc:
+            await api.heartbeat({})
+    assert TOKEN not in str(exc.value)
+
+
+async def test_progress_is_coalesced_in_order_and_the_last_card_always_arrives(
+    server: tuple[Script, str],
+) -> None:
+    script, url = server
+    cancel = asyncio.Event()
+    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", cancel, min_interval_s=0.2)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            for index in range(500):
+                uploader.update({"n": index})
+                if index % 50 == 0:
+                    await asyncio.sleep(0)  # let the uploader see a stream, not one burst
+            uploader.close({"n": "final"})
+    uploads = [body for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert 1 <= len(uploads) < 20  # 500 updates, a handful of requests
+    assert [u["seq"] for u in uploads] == list(range(1, len(uploads) + 1))
+    assert uploads[-1]["executionProgress"] == {"n": "final"}
+    assert not cancel.is_set()
+
+
+async def test_cancel_requested_or_a_lost_task_sets_the_cancel_event(server: tuple[Script, str]) -> None:
+    script, url = server
+    script.add("/api/v1/master-agent/tasks/tsk_1/progress", 200, {"cancelRequested": True})
+    script.add("/api/v1/master-agent/tasks/tsk_2/progress", 404, error("task_not_found"))
+    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+        for task_id in ("tsk_1", "tsk_2"):
+            cancel = asyncio.Event()
+            uploader = ProgressUploader(api, task_id, cancel, min_interval_s=0.01)
+            uploader.update({"n": 1})
+            uploader.close()
+            await asyncio.wait_for(uploader.run(), 10)
+            assert cancel.is_set()

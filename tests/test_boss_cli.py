@@ -1,0 +1,70 @@
+"""`boss-agent pair`, `unpair` and `run` as a user types them (real subprocesses,
+against the real ControlPlane): one-line errors, exit codes, no token in output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from boss_agent.controlplane import ControlPlane
+from boss_agent.identity import load_identity
+from tests.conftest import REPO
+
+CLI_TIMEOUT_S = 60
+
+
+@pytest.fixture
+async def cp(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
+        yield plane
+
+
+async def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    (tmp_path / "config.toml").touch()
+    env = {**os.environ, "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
+           "BOSS_STATE_DIR": str(tmp_path / "state")}
+    env.pop("BOSS_SERVER_URL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "boss_agent", *args, cwd=REPO, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_pair_prints_the_device_id_never_the_token_and_unpair_forgets_it(
+    tmp_path: Path, cp: ControlPlane,
+) -> None:
+    code, out, err = await cli(tmp_path, "pair", cp.create_pairing_code(), "--server", cp.url)
+    assert code == 0, err
+    identity = load_identity(tmp_path / "state")
+    assert identity is not None and identity.device_id in out
+    assert identity.token not in out + err
+    assert stat.S_IMODE((tmp_path / "state" / "device_token").stat().st_mode) == 0o600
+    code, out, _ = await cli(tmp_path, "unpair")
+    assert code == 0 and "unpaired" in out
+    assert load_identity(tmp_path / "state") is None
+
+
+async def test_an_invalid_pairing_code_is_one_line_on_stderr_and_exit_1(
+    tmp_path: Path, cp: ControlPlane,
+) -> None:
+    code, out, err = await cli(tmp_path, "pair", "111-111", "--server", cp.url)
+    assert code == 1 and out == ""
+    assert err.strip().count("\n") == 0 and "pairing code is not valid" in err
+    assert "Traceback" not in err
+
+
+async def test_pair_without_a_server_is_a_usage_error_and_run_unpaired_fails_cleanly(
+    tmp_path: Path,
+) -> None:
+    code, _, err = await cli(tmp_path, "pair", "111-111")
+    assert code == 2 and "server" in err
+    code, _, err = await cli(tmp_path, "run")
+    assert code == 1 and "not paired" in err and "Traceback" not in err
