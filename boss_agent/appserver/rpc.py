@@ -72,6 +72,10 @@ class Dispatcher:
             raise RequestTimeout(f"{method}: no response within {timeout:g} s") from None
         finally:
             self._pending.pop(request_id, None)
+            # The connection may have failed this future while we were still sending;
+            # mark its exception retrieved so asyncio does not report it at GC time.
+            if future.done() and not future.cancelled():
+                future.exception()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"method": method}
