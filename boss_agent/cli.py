@@ -167,6 +167,29 @@ def run() -> None:
 
 
 @app.command()
+def up(
+    demo: Annotated[bool, typer.Option("--demo", help="use the built-in demo model (no OpenAI account)")] = False,
+    host: Annotated[str, typer.Option("--host", help="loopback address for the web page")] = "127.0.0.1",
+    port: Annotated[int | None, typer.Option("--port", help="web page port (0: a free one)")] = None,
+) -> None:
+    """The local control plane and the daemon, paired, in one command."""
+    from boss_agent.logs import setup_logging
+    from boss_agent.up import DEFAULT_PORT, run_up
+
+    def ready(url: str) -> None:
+        typer.echo(f"boss-agent is up. Open the web page:\n  {url}", err=False)
+        sys.stdout.flush()
+
+    def start() -> None:
+        config = build_config()
+        setup_logging(config.log_level, config.state_dir / "logs")
+        asyncio.run(run_up(config, demo=demo, host=host, port=DEFAULT_PORT if port is None else port,
+                           on_ready=ready))
+
+    guarded(start)
+
+
+@app.command()
 def task(
     prompt: Annotated[str, typer.Argument(help="what Codex should do")],
     workdir: Annotated[Path | None, typer.Option("--workdir", help="the project directory")] = None,

@@ -1,0 +1,73 @@
+"""`boss-agent up`: the local control plane and the daemon, paired, in one process.
+
+This is the embedded default for a user without a Boss server. The control plane
+keeps its SQLite database and secret in ``state_dir/controlplane/``; the daemon pairs
+with it on first start (and again only when the control plane's address changed),
+then runs as usual. With ``demo`` the daemon's codex talks to the built-in demo model
+(``demo_model``) through its own ``CODEX_HOME``, so no OpenAI account is needed and the
+user's own codex home is never touched.
+
+Stopping (SIGINT/SIGTERM) stops the daemon first — it finishes or cancels its tasks
+and reports them — and only then closes the control plane that receives the reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from boss_agent.config import Config
+from boss_agent.controlplane import ControlPlane
+from boss_agent.daemon import Daemon
+from boss_agent.demo_model import demo_responder
+from boss_agent.identity import ensure_state_dir, load_identity
+from boss_agent.scripted_model import ScriptedModel, write_codex_home
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.task_follow import controlplane_dir
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8765  # stable, so the page's bookmark keeps working; --port 0 picks a free one
+DEMO_MODEL = "gpt-5.5"  # the slug whose tool surface the demo model scripts (facts §0.2)
+
+
+async def _pair_with(plane: ControlPlane, state_dir: Path) -> None:
+    identity = load_identity(state_dir)
+    if identity is not None and identity.server_url == plane.url:
+        return
+    await pair_device(state_dir, plane.url, plane.create_pairing_code(), device_name="this machine")
+
+
+def demo_codex_home(state_dir: Path, model_url: str) -> Path:
+    return write_codex_home(state_dir / "demo-codex-home", model_url, model=DEMO_MODEL)
+
+
+async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 on_ready: Callable[[str], None] | None = None, handle_signals: bool = True) -> None:
+    """Serve until the daemon stops; ``on_ready`` gets the page URL (with its token)."""
+    state_dir = ensure_state_dir(config.state_dir)
+    db_path = controlplane_dir(state_dir) / "controlplane.db"
+    db_path.parent.mkdir(mode=0o700, exist_ok=True)
+    async with contextlib.AsyncExitStack() as stack:
+        plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port))
+        codex_home = None
+        if demo:
+            model = stack.enter_context(ScriptedModel(responder=demo_responder))
+            codex_home = demo_codex_home(state_dir, model.base_url)
+        await _pair_with(plane, state_dir)
+        daemon = Daemon(replace(config, server_url=plane.url), codex_home=codex_home,
+                        handle_signals=handle_signals)
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            running = tg.create_task(daemon.run(ready), name="daemon")
+            # Ordering: report readiness only once the daemon claims, or the user's
+            # first task would sit in the queue with no device to take it.
+            waiter = tg.create_task(ready.wait())
+            await asyncio.wait({running, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.is_set() and on_ready is not None:
+                on_ready(plane.page_url)
+            waiter.cancel()
