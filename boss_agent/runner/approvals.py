@@ -28,9 +28,12 @@ APPROVAL_METHODS = frozenset({
     "item/fileChange/requestApproval",
     "item/permissions/requestApproval",
     "item/tool/requestUserInput",
+    "mcpServer/elicitation/request",  # MCP tool-call approvals (e.g. the CUA driver's click)
 })
 USER_INPUT = "item/tool/requestUserInput"
 PERMISSIONS = "item/permissions/requestApproval"
+ELICITATION = "mcpServer/elicitation/request"
+ELICITATION_DECISIONS = ("accept", "decline", "cancel")
 DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
 MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
 CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
@@ -73,6 +76,13 @@ def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, 
         if isinstance(answers, dict) and answers:
             return {"answers": answers}, "accepted"
         return {"answers": {}}, "declined"
+    if method == ELICITATION:
+        content = decision.get("content") if isinstance(decision, dict) else None
+        action = decision.get("action", decision.get("decision")) if isinstance(decision, dict) else decision
+        action = "accept" if action == "acceptForSession" else action
+        if action not in ELICITATION_DECISIONS:
+            action = "decline"
+        return {"action": action, "content": content if action == "accept" else None}, CARD_STATUS[action]
     if isinstance(decision, dict):
         decision = decision.get("decision")
     if decision not in CARD_STATUS:
@@ -145,7 +155,8 @@ class Approvals:
                    risk: str) -> str | dict[str, Any] | None:
         ask = ApprovalRequest(
             approval_id=aid, kind=kind, summary=summary, risk=risk,  # type: ignore[arg-type]
-            available_decisions=() if method == USER_INPUT else _decisions(params),
+            available_decisions=(() if method == USER_INPUT else ELICITATION_DECISIONS
+                                 if method == ELICITATION else _decisions(params)),
             questions=_questions(params, self.workdir) if method == USER_INPUT else (),
         )
         try:

@@ -138,7 +138,8 @@ class Runner:
             raise TaskFailed(f"computer use is not available: {reason}", "computer_use_unavailable")
         await ctx.feed.event("backend", backend="cua")
         try:
-            outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary))
+            outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary),
+                                                           mcp_server=cua.MCP_SERVER_NAME)
         except TurnNotStarted as exc:
             raise TaskFailed("the Codex app-server could not start the desktop thread",
                              "app_server_unavailable") from exc
