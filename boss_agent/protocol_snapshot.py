@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -108,6 +109,9 @@ def write_snapshot(codex_bin: str, out_dir: Path) -> Path:
     version = codex_version(codex_bin)
     target = Path(out_dir) / version
     target.mkdir(parents=True, exist_ok=True)
+    for generated in ("schema", "typescript"):
+        # A re-run replaces the generated trees: a type codex dropped must not linger.
+        shutil.rmtree(target / generated, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="boss-snapshot-home-") as home:
         (target / "help.txt").write_text(_run(codex_bin, ["--help"], home))
         _run(codex_bin, ["generate-json-schema", "--experimental", "--out", str(target / "schema")], home)

@@ -8,12 +8,17 @@ Canaries are planted in what the model says (answer, plan, reasoning), in the co
 it runs, in file contents and in raw reasoning. Secret-shaped canaries may reach the
 card only masked; plain canaries (command text, output, file content, raw reasoning,
 web queries) must not reach it at all, and neither may any id or the workdir path.
+
+Commands run with ``login: false`` (``bash -c``): a login shell sources the machine's
+profile, which on a shared box can stall for a minute (a stale pyenv rehash lock did)
+and would turn these tests into a measure of someone's dotfiles.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,12 +26,14 @@ from typing import Any
 import pytest
 
 from boss_agent import scripted_model as sm
+from boss_agent.codexbin import child_environment, resolve_native
 from boss_agent.progress.card import Card, final_answer, new_card
-from boss_agent.progress.reducer import reduce
+from boss_agent.progress.reducer import reduce, reduce_exec_event
 from tests.codex_raw import RawCodex, is_turn_completed, method_is
 
 pytestmark = pytest.mark.codex
 
+EXEC_TIMEOUT_S = 60  # `codex exec` is ~0.6 s per model call here; a loaded box is much slower
 SECRET = "sk-proj-SECRETCANARY0123456789"  # secret-shaped: allowed fields show it masked
 PLAIN = ("CMDCANARY", "OUTCANARY", "FILECANARY", "RAWCANARY", "QUERYCANARY")  # never on the card
 
@@ -43,9 +50,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def codex(codex_bin: str, model: sm.ScriptedModel, workdir: Path,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawCodex]:
-    home = sm.write_codex_home(tmp_path_factory.mktemp("codex-home"), model.base_url)
+def home(model: sm.ScriptedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sm.write_codex_home(tmp_path_factory.mktemp("codex-home"), model.base_url)
+
+
+@pytest.fixture(scope="module")
+def codex(codex_bin: str, home: Path, workdir: Path) -> Iterator[RawCodex]:
     client = RawCodex(codex_bin, home, workdir).start()
     try:
         yield client
@@ -115,10 +125,10 @@ def test_an_update_plan_call_becomes_the_steps_with_their_statuses(
 def test_a_failing_shell_command_shows_its_exit_code_but_not_its_text_or_output(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
     cmd = "printf 'OUTCANARY\\n'; echo CMDCANARY >&2; exit 3"
-    model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir))), sm.turn(sm.message("It failed.")))
+    model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir), login=False)), sm.turn(sm.message("It failed.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "run it")
-    assert "item/commandExecution/outputDelta" in methods(transcript)
+    assert "OUTCANARY" in json.dumps(transcript)  # codex did report the output (aggregatedOutput)
     out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
     assert out["toolActivities"] == [{"kind": "commandExecution", "name": "shell", "status": "failed",
                                       "summary": "ran a command (exit 3)"}]
@@ -143,9 +153,9 @@ def test_apply_patch_add_and_update_become_relative_file_changes_and_branch_coun
 def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
     model.enqueue(
-        sm.turn(sm.shell_call("touch approved-CMDCANARY.txt && echo created", workdir=str(workdir))),
+        sm.turn(sm.shell_call("touch approved-CMDCANARY.txt && echo created", workdir=str(workdir), login=False)),
         sm.turn(sm.apply_patch(sm.add_file_patch("accepted.txt", ["FILECANARY"]))),
-        sm.turn(sm.shell_call("touch declined-CMDCANARY.txt", workdir=str(workdir))),
+        sm.turn(sm.shell_call("touch declined-CMDCANARY.txt", workdir=str(workdir), login=False)),
         sm.turn(sm.message("Done with approvals.")))
     thread = codex.start_thread(workdir, approvalPolicy="untrusted")
     answers = iter(["accept", "accept", "decline"])
@@ -166,7 +176,7 @@ def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
 
 def test_an_unanswered_approval_is_cancelled_by_interrupt_even_when_resolved_comes_late(
         codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir))))
+    model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir), login=False)))
     thread = codex.start_thread(workdir, approvalPolicy="untrusted")
     turn = codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "x"}]})
     pending = codex.record(thread, lambda m: "id" in m, answer=None)
@@ -256,3 +266,59 @@ def test_a_compaction_is_counted_once(codex: RawCodex, model: sm.ScriptedModel, 
     assert "contextCompaction" in json.dumps(transcript)
     out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
     assert out["compaction"]["count"] == 1 and out["compaction"]["lastAt"].startswith("20")
+
+
+def test_codex_exec_json_events_build_the_card_of_the_exec_fallback(
+        codex_bin: str, home: Path, model: sm.ScriptedModel, workdir: Path) -> None:
+    model.enqueue(
+        sm.turn(sm.update_plan([("Write notes", "in_progress")])),
+        sm.turn(sm.shell_call("echo OUTCANARY; echo CMDCANARY >/dev/null", workdir=str(workdir), login=False)),
+        sm.turn(sm.apply_patch(sm.add_file_patch("exec-notes.txt", ["FILECANARY"]))),
+        sm.turn(sm.message(f"All done from exec with {SECRET}.")))
+    binary = resolve_native(codex_bin)
+    done = subprocess.run(
+        [*binary.argv, "exec", "--json", "--skip-git-repo-check", "write the notes"], cwd=workdir,
+        env=child_environment({**binary.env, "CODEX_HOME": str(home)}), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=EXEC_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    card = new_card(backend="exec", workdir=str(workdir))
+    for event in events:
+        card = reduce_exec_event(card, event)
+    out = card.to_dict()
+    text = json.dumps(out) + repr(card)
+    assert all(canary not in text for canary in PLAIN + ("SECRETCANARY",))
+    assert str(workdir) not in text and events[0]["thread_id"] not in text
+    # exec's todo_list knows only done / not done; the list is closed again at turn end.
+    assert out["steps"] == [{"title": "Write notes", "status": "pending"}]
+    assert [(a["kind"], a["status"], a["summary"]) for a in out["toolActivities"]] == [
+        ("commandExecution", "completed", "ran a command (exit 0)")]
+    assert out["fileChanges"] == [{"path": "exec-notes.txt", "change": "add"}]
+    assert out["tokenUsage"]["inputTokens"] > 0 and card.ignored_count == 0
+    assert final_answer(card) == "All done from exec with [redacted]."
+
+
+def test_plan_mode_asks_for_input_then_its_proposed_plan_becomes_the_steps(
+        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+    question = {"id": "db", "header": "Database", "question": "Which database? QUERYCANARY",
+                "options": [{"label": "Postgres (Recommended)", "description": "CMDCANARY"}]}
+    plan = "Here is my plan.\n<proposed_plan>\n# Plan\n1. Create the schema\n2. Write the API\n</proposed_plan>\n"
+    model.enqueue(sm.turn(sm.function_call("request_user_input", {"questions": [question]})),
+                  sm.turn(sm.message(plan, [plan[:20], plan[20:60], plan[60:]])))
+    thread = codex.start_thread(workdir)
+    codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "plan the db"}],
+                                 "collaborationMode": {"mode": "plan", "settings": {
+                                     "model": "gpt-5.5", "developer_instructions": None}}})
+    asked = codex.record(thread, lambda m: "id" in m, answer=None)
+    waiting = card_of(asked, workdir)
+    assert waiting.status == "waitingInput"
+    assert [(a.kind, a.summary, a.status) for a in waiting.approvals] == [
+        ("userInput", "Answer 1 question", "pending")]
+    codex.send({"id": asked[-1]["id"], "result": {"answers": {"db": {"answers": ["Postgres (Recommended)"]}}}})
+    transcript = asked + codex.record(thread, is_turn_completed)
+    assert "item/plan/delta" in methods(transcript)
+    out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
+    assert out["steps"] == [{"title": "Create the schema", "status": "pending"},
+                            {"title": "Write the API", "status": "pending"}]
+    assert [(a["kind"], a["status"]) for a in out["approvals"]] == [("userInput", "accepted")]
+    assert out["threadSettings"]["collaborationMode"] == "plan" and out["status"] == "running"

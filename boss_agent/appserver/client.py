@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from tenacity import (
     AsyncRetrying,
@@ -101,7 +101,7 @@ class AppServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> AppServer:
+    async def __aenter__(self) -> Self:
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         self._task = self._group.create_task(self._supervise())
@@ -122,9 +122,11 @@ class AppServer:
             async with asyncio.timeout(TEARDOWN_TIMEOUT_S):
                 if self._group is not None:
                     await self._group.__aexit__(None, None, None)
-        finally:
+        except TimeoutError:
+            logger.warning("codex app-server teardown took over %s s; killing it", TEARDOWN_TIMEOUT_S)
             if self._conn is not None and self._conn.child is not None:
                 self._conn.child.kill_group()  # bounded teardown: never leave codex behind
+        finally:
             self._notify()
 
     async def client(self) -> AppServerClient:
@@ -167,12 +169,11 @@ class AppServer:
                 async for attempt in self.restart_policy.retrying(self._went_down):
                     with attempt:
                         await self._run_once()
-            except Exception:  # noqa: BLE001 - tenacity retries every Exception; only a bug lands here
+            except Exception:
                 logger.exception("codex app-server supervisor failed; retrying")
                 self._set_state("down")
                 await asyncio.sleep(self.restart_policy.max_s)
                 continue
-            self.restarts += 1
             self._set_state("restarting")
             logger.warning("codex app-server connection lost; restarting it")
 
@@ -194,8 +195,9 @@ class AppServer:
         finally:
             self._client = None
             await conn.close()
+        self.restarts += 1
         if time.monotonic() - started < STABLE_AFTER_S:
-            raise AppServerUnavailable("codex app-server connection ended right after start")
+            raise _ShortLived("codex app-server connection ended right after start")
 
     def _up(self, conn: Connection, client: AppServerClient, init: dict[str, Any]) -> None:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
@@ -207,6 +209,11 @@ class AppServer:
 
     def _went_down(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _ShortLived):
+            # It was up: callers keep waiting for the restart rather than failing fast.
+            self._set_state("restarting")
+            logger.warning("codex app-server connection lost soon after start; restarting it")
+            return
         if exc is not None and not isinstance(exc, AppServerError):
             logger.error("codex app-server supervisor hit an unexpected %s", type(exc).__name__,
                          exc_info=exc)
@@ -225,6 +232,10 @@ class AppServer:
 
     async def _wait_change(self) -> None:
         await self._changed.wait()
+
+
+class _ShortLived(AppServerUnavailable):
+    """A connection that came up but died before STABLE_AFTER_S: restart with backoff."""
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:

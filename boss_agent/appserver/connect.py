@@ -19,7 +19,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,9 +28,19 @@ import httpx
 from boss_agent.appserver import auth
 from boss_agent.appserver.process import ChildProcess, spawn_app_server
 from boss_agent.appserver.rpc import Dispatcher, RequestId
-from boss_agent.appserver.transports import StdioTransport, Transport, open_unix, open_websocket
+from boss_agent.appserver.transports import (
+    StdioTransport,
+    Transport,
+    open_unix,
+    open_websocket,
+)
 from boss_agent.config import CodexSettings
-from boss_agent.errors import AppServerError, AppServerUnavailable, AuthRejected, RpcError
+from boss_agent.errors import (
+    AppServerError,
+    AppServerUnavailable,
+    AuthRejected,
+    RpcError,
+)
 from boss_agent.progress.sanitize import sanitize_text
 
 logger = logging.getLogger(__name__)
@@ -54,7 +64,6 @@ class Connection:
     readyz_url: str | None = None  # health endpoint of a ws listener we started
     fallback_from: str | None = None
     fallback_error: str | None = None
-    _stopped: bool = field(default=False, repr=False)
 
     @property
     def kind(self) -> str:
@@ -67,6 +76,8 @@ class Connection:
             side = [tg.create_task(job) for job in self._side_jobs()]
             try:
                 await startup()
+                # Probing starts after the handshake: before it codex may not answer at all.
+                side.append(tg.create_task(self._probe_health()))
                 await loop
             finally:
                 for task in side:
@@ -75,7 +86,7 @@ class Connection:
                     await self.close()
 
     def _side_jobs(self) -> list[Awaitable[None]]:
-        jobs: list[Awaitable[None]] = [self._probe_health()]
+        jobs: list[Awaitable[None]] = []
         if self.child is not None:
             jobs.append(self.child.drain_stderr())
             if self.transport.kind != "stdio":
@@ -108,10 +119,12 @@ class Connection:
             return False
 
     async def close(self) -> None:
-        """Bounded: closes the transport and stops (kills the group of) any child we own."""
-        if self._stopped:
-            return
-        self._stopped = True
+        """Bounded: closes the transport and stops (kills the group of) any child we own.
+
+        Idempotent and safe to call again: a close begun by the health probe can be
+        cancelled half-way when the receive loop ends, so the supervisor always closes
+        once more to finish the job.
+        """
         try:
             await self.transport.close()
         finally:

@@ -22,12 +22,23 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
 from boss_agent.appserver.rpc import Dispatcher
-from boss_agent.errors import ConnectionClosed, RequestTimeout, ServerOverloaded
+from boss_agent.errors import (
+    ConnectionClosed,
+    RequestTimeout,
+    RpcError,
+    ServerOverloaded,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +166,15 @@ class AppServerClient:
 
     async def _turn_with_message(self, thread_id: str, client_id: str) -> dict[str, Any] | None:
         """The newest turn holding the user message we tagged with ``client_id``."""
-        page = await self.thread_turns_list(thread_id, limit=TURN_CHECK_LIMIT, itemsView="full",
-                                            sortDirection="desc")
+        try:
+            page = await self.thread_turns_list(thread_id, limit=TURN_CHECK_LIMIT, itemsView="full",
+                                                sortDirection="desc")
+        except RpcError as exc:
+            # codex 0.171: "thread … is not materialized yet; thread/turns/list is unavailable
+            # before first user message" — i.e. no turn ever started on this thread.
+            if "not materialized" in exc.message:
+                return None
+            raise
         for turn in page.get("data") or []:
             for item in turn.get("items") or []:
                 if item.get("type") == "userMessage" and item.get("clientId") == client_id:

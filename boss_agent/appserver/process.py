@@ -61,8 +61,9 @@ class ChildProcess:
             if not line:
                 return
             self.stderr_lines += 1
-            logger.debug("%s stderr: %s", self.label,
-                         sanitize_text(line.decode("utf-8", "replace").rstrip(), limit=STDERR_LOG_CHARS))
+            if logger.isEnabledFor(logging.DEBUG):  # sanitizing costs; skip it when unlogged
+                text = sanitize_text(line.decode("utf-8", "replace").rstrip(), limit=STDERR_LOG_CHARS)
+                logger.debug("%s stderr: %s", self.label, text)
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         try:

@@ -72,6 +72,10 @@ class Dispatcher:
             raise RequestTimeout(f"{method}: no response within {timeout:g} s") from None
         finally:
             self._pending.pop(request_id, None)
+            # The connection may have failed this future while we were still sending;
+            # mark its exception retrieved so asyncio does not report it at GC time.
+            if future.done() and not future.cancelled():
+                future.exception()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"method": method}
@@ -154,7 +158,7 @@ class Dispatcher:
             await request.answer_default()
         except ConnectionClosed:
             raise
-        except Exception as exc:  # noqa: BLE001 - must become a wire error, never kill the loop
+        except Exception as exc:
             logger.exception("answering app-server request %s failed", request.method)
             await self.answer(request.id, None, {"code": INTERNAL_ERROR, "message": type(exc).__name__})
 

@@ -224,11 +224,19 @@ def on_boss_approval(card: Card, params: Mapping[str, Any]) -> Card:
     return _put(card, index, entry)
 
 
-def close_pending(card: Card, status: str = "cancelled") -> Card:
-    """Turn end / task end: nobody will answer what is still pending."""
+def _closed_status(entry: Approval) -> str:
+    # Resolved before the turn ended means the client answered it. A command or a file
+    # edit reports the decision through its item; a user-input request has no item, so
+    # an answered one is "accepted". An unanswered request is resolved only after
+    # ``turn/completed`` (the cleanup), so it is still unresolved here: cancelled.
+    return "accepted" if entry.resolved and entry.kind == "userInput" else "cancelled"
+
+
+def close_pending(card: Card) -> Card:
+    """Turn end / task end: what is still pending will not be answered any more."""
     if not any(a.status == "pending" for a in card.approvals):
         return card
-    closed = tuple(Approval(a.id, a.kind, status, a.risk, a.summary, a.request_key,
+    closed = tuple(Approval(a.id, a.kind, _closed_status(a), a.risk, a.summary, a.request_key,
                             a.item_key, True) if a.status == "pending" else a
                    for a in card.approvals)
     return with_approvals(card, closed)

@@ -13,16 +13,20 @@ a warning, the agent's answer) is masked, and absolute paths become workdir-rela
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
-from boss_agent.progress.sanitize import sanitize_text, strip_envelopes
+from boss_agent.progress.sanitize import sanitize_text, strip_environment_notices
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
 FIELD_CHARS = 300  # any other string on the card is a label or a one-line summary
+GOAL_CHARS = 500  # a goal is one objective, longer than a label
 REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
+PREVIEW_CONTEXT = 300  # chars sanitized before the preview tail: room for a secret's key
+SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
@@ -141,7 +145,7 @@ class McpServer:
 
 
 @dataclass(frozen=True, slots=True)
-class Warning_:
+class Notice:
     kind: str
     message: str
 
@@ -218,7 +222,7 @@ class Card:
     tokenUsage: TokenUsage | None = None  # noqa: N815
     mcpServers: tuple[McpServer, ...] = ()  # noqa: N815
     remoteControl: str | None = None  # noqa: N815
-    warnings: tuple[Warning_, ...] = ()
+    warnings: tuple[Notice, ...] = ()
     approvals: tuple[Approval, ...] = ()
     fileChanges: tuple[FileChange, ...] = ()  # noqa: N815
     branch: Branch | None = None
@@ -250,7 +254,7 @@ class Card:
                 out[f.name] = _plain(getattr(self, f.name), self.workdir)
         if self.threadGoal is not None:
             goal = out["threadGoal"]
-            goal["text"] = sanitize_text(self.threadGoal.text, workdir=self.workdir)
+            goal["text"] = _clean(self.threadGoal.text, self.workdir, GOAL_CHARS)
         for name in ("startedAt", "updatedAt", "completedAt"):
             out[name] = iso(getattr(self, name))
         if self.compaction is not None:
@@ -258,8 +262,8 @@ class Card:
         out["remoteControl"] = None if self.remoteControl is None else {"status": out["remoteControl"]}
         out["answerPreview"] = answer_preview(self)
         if self.reasoningSummary is not None:
-            out["reasoningSummary"]["text"] = sanitize_text(
-                self.reasoningSummary.text, workdir=self.workdir, limit=REASONING_CHARS)
+            out["reasoningSummary"]["text"] = _clean(self.reasoningSummary.text, self.workdir,
+                                                     REASONING_CHARS)
         return out
 
     def __repr__(self) -> str:
@@ -271,24 +275,55 @@ def iso(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return datetime.fromtimestamp(value / 1000, UTC).isoformat(timespec="milliseconds").replace(
             "+00:00", "Z")
-    return sanitize_text(value, limit=40) if isinstance(value, str) else None
+    return _clean(value, None, 40) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=SANITIZE_CACHE)
+def _clean(value: str, workdir: str | None, limit: int = FIELD_CHARS) -> str:
+    return sanitize_text(value, workdir=workdir, limit=limit)
+
+
+@lru_cache(maxsize=SANITIZE_CACHE)
+def _record_items(record: Any, workdir: str | None) -> tuple[tuple[str, Any], ...]:
+    """A record's wire items, once per record: records are immutable and most of them
+    (steps, finished tools, files) are unchanged from one upload to the next."""
+    return tuple((_RENAMED.get(name, name), _plain(getattr(record, name), workdir))
+                 for name in record.__slots__ if name not in _PRIVATE)
 
 
 def _plain(value: Any, workdir: str | None) -> Any:
     """Records to dicts, tuples to lists, every string through the sanitizer."""
     if isinstance(value, str):
-        return sanitize_text(value, workdir=workdir, limit=FIELD_CHARS)
+        return _clean(value, workdir)
     if isinstance(value, tuple):
         return [_plain(v, workdir) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    return {_RENAMED.get(name, name): _plain(getattr(value, name), workdir)
-            for name in value.__slots__ if name not in _PRIVATE}
+    # Fresh dicts (and lists) every time: callers may change what they get.
+    return {k: list(v) if isinstance(v, list) else v for k, v in _record_items(value, workdir)}
+
+
+def _tail_window(text: str, limit: int) -> str:
+    """The end of a long answer, with enough before it that every secret shown is whole.
+
+    A secret pattern needs at most a short key before its value ("Authorization:
+    Bearer "), so ``PREVIEW_CONTEXT`` chars before the shown tail are enough; the cut
+    moves back to whitespace so no token (a URL, a JWT) is split. A private-key block
+    can be longer, so an answer that has one is sanitized whole.
+    """
+    start = len(text) - limit - PREVIEW_CONTEXT
+    if start <= 0 or "PRIVATE KEY" in text.upper():
+        return text
+    space = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start))
+    return text[space + 1:] if space >= 0 else text
 
 
 def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     """The agent's answer without Codex envelopes, sanitized (masking before the cut)."""
-    return sanitize_text(strip_envelopes(text).strip(), workdir=workdir, limit=limit, tail=True)
+    text = strip_environment_notices(text)
+    if limit is not None:  # envelopes are gone from the whole text already
+        text = _tail_window(text, limit)
+    return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
 
 
 def answer_preview(card: Card) -> str | None:

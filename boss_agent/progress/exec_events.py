@@ -81,6 +81,14 @@ def _turn_completed(card: Card, event: Mapping[str, Any]) -> Card:
 
 def reduce_exec_event(card: Card, event: dict) -> Card:
     """The next card after one ``codex exec --json`` event; unknown events are counted."""
+    try:
+        return _reduce(card, event)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        # A line codex did not promise: that one event is dropped, never the card.
+        return card.evolve(ignored_count=card.ignored_count + 1)
+
+
+def _reduce(card: Card, event: Any) -> Card:
     kind = event.get("type") if isinstance(event, Mapping) else None
     if kind in ("item.started", "item.updated", "item.completed"):
         item = event.get("item") if isinstance(event.get("item"), Mapping) else {}

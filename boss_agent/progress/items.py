@@ -14,8 +14,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from boss_agent.progress import approvals
-from boss_agent.progress.card import (Artifact, BackgroundAgent, Card, Collaboration,
-                                      Compaction, FileChange, Reasoning, Step, ToolActivity, key_of)
+from boss_agent.progress.card import (
+    Artifact,
+    BackgroundAgent,
+    Card,
+    Collaboration,
+    Compaction,
+    FileChange,
+    Reasoning,
+    Step,
+    ToolActivity,
+    key_of,
+)
 
 ItemHandler = Callable[[Card, Mapping[str, Any], bool], Card]
 MAX_ACTIVITIES = 50  # a phone card lists recent tools; older ones only inflate the upload

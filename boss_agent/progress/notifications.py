@@ -12,9 +12,21 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from boss_agent.progress.card import (Account, BackgroundAgent, Card, Goal, McpServer, Realtime,
-                                      Route, Settings, ThreadStatus, TokenUsage, Verification,
-                                      Warning_, key_of)
+from boss_agent.progress.card import (
+    Account,
+    BackgroundAgent,
+    Card,
+    Goal,
+    McpServer,
+    Notice,
+    Realtime,
+    Route,
+    Settings,
+    ThreadStatus,
+    TokenUsage,
+    Verification,
+    key_of,
+)
 from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
@@ -30,7 +42,7 @@ def epoch_iso(seconds: Any) -> str | None:
 def add_warning(card: Card, kind: str, message: Any) -> Card:
     if not isinstance(message, str) or not message.strip():
         return card
-    record = Warning_(kind, message)
+    record = Notice(kind, message)
     if record in card.warnings:
         return card
     return card.evolve(warnings=(card.warnings + (record,))[-MAX_WARNINGS:])

@@ -22,17 +22,16 @@ from typing import Any
 
 from boss_agent.progress import approvals, boss_events
 from boss_agent.progress import notifications as n
-from boss_agent.progress.card import Card, Reasoning, Step, key_of
+from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
 from boss_agent.progress.items import ITEMS, add_changes, close_open_items
 
-__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage"]
+__all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage", "final_answer"]
 
 Handler = Callable[[Card, Mapping[str, Any]], Card]
 MAX_UNKNOWN_NAMES = 20  # remember a few unknown method names for a debug log line
 _STEP_STATUS = {"in_progress": "inProgress", "inProgress": "inProgress", "pending": "pending",
                 "completed": "completed", "failed": "failed"}
-_CLOSED_BY_TURN = {"interrupted": "interrupted", "failed": "failed", "completed": "completed"}
 
 
 # ------------------------------------------------------------------------- turn & items
@@ -56,8 +55,9 @@ def _fold_diff(card: Card) -> tuple[int, int, int]:
 def turn_completed(card: Card, params: Mapping[str, Any]) -> Card:
     """Close what interrupt and steer left open; nobody will answer pending approvals."""
     turn = params.get("turn") or {}
-    closed_as = _CLOSED_BY_TURN.get(turn.get("status"), "completed")
-    card = close_open_items(card, "interrupted" if closed_as != "failed" else "failed")
+    # An item still open when its turn ends never finished: a failed turn failed it,
+    # anything else (interrupt, steer, a completed turn) cut it short.
+    card = close_open_items(card, "failed" if turn.get("status") == "failed" else "interrupted")
     card = approvals.close_pending(card)
     return card.evolve(diff_base=_fold_diff(card), turn_key=None)
 
@@ -110,8 +110,11 @@ def summary_part(card: Card, params: Mapping[str, Any]) -> Card:
 
 
 def plan_updated(card: Card, params: Mapping[str, Any]) -> Card:
+    plan = params.get("plan")
+    if not isinstance(plan, list):
+        return card
     steps = []
-    for entry in params.get("plan") or ():
+    for entry in plan:
         if isinstance(entry, Mapping) and isinstance(entry.get("step"), str):
             steps.append(Step(entry["step"], _STEP_STATUS.get(entry.get("status"), "pending")))
     return card.evolve(steps=tuple(steps))
@@ -260,7 +263,7 @@ REQUESTS: dict[str, tuple[RequestHandler | None, str]] = {
 
 def _at(message: Mapping[str, Any], card: Card) -> Any:
     at = message.get("emittedAtMs")
-    return at if isinstance(at, int) and not isinstance(at, bool) else card.updatedAt
+    return at if type(at) is int else card.updatedAt
 
 
 def _unknown(card: Card, method: Any) -> Card:
@@ -272,13 +275,27 @@ def _unknown(card: Card, method: Any) -> Card:
 
 def reduce(card: Card, message: dict) -> Card:
     """The next card after one wire message (notification, server request or boss event)."""
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         return _unknown(card, None)
     method = message.get("method")
-    if not isinstance(method, str):
-        return card  # a response to one of our requests: nothing for the card
     params = message.get("params")
-    params = params if isinstance(params, Mapping) else {}
+    if type(params) is not dict:
+        params = params if isinstance(params, Mapping) else {}
+    if method == "item/agentMessage/delta":
+        # The hot path: nine in ten messages of a task are answer deltas (bench_card.py).
+        delta = params.get("delta")
+        if type(delta) is str:
+            return card.evolve(answer=card.answer + delta, updatedAt=_at(message, card))
+    if type(method) is not str:
+        return card  # a response to one of our requests: nothing for the card
+    try:
+        return _dispatch(card, method, message, params)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        # A shape codex did not promise: that one message is dropped, never the card.
+        return _unknown(card, None)
+
+
+def _dispatch(card: Card, method: str, message: Mapping[str, Any], params: Mapping[str, Any]) -> Card:
     if method.startswith("boss/"):
         return boss_events.reduce_boss(card, method, params)
     is_request = "id" in message
@@ -288,12 +305,7 @@ def reduce(card: Card, message: dict) -> Card:
     handler = entry[0]
     if handler is None:
         return card
-    before, card = card, card.evolve(updatedAt=_at(message, card))
-    try:
-        return handler(card, message if is_request else params)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
-        # A shape this codex did not promise: that one message is dropped, never the card.
-        return _unknown(before, None)
+    return handler(card.evolve(updatedAt=_at(message, card)), message if is_request else params)
 
 
 def coverage() -> dict[str, dict[str, dict[str, str]]]:

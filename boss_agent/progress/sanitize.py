@@ -18,22 +18,32 @@ from pathlib import Path
 
 MASK = "[redacted]"
 
-_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE | re.DOTALL)
-    for p in (
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",  # JWT / JWS
-        r"\b(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{8,}",  # OpenAI & co.
-        r"\bgh[pousr]_[A-Za-z0-9]{16,}",
-        r"\bgithub_pat_[A-Za-z0-9_]{16,}",
-        r"\bxox[abprs]-[A-Za-z0-9-]{8,}",
-        r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
-        r"\bAIza[A-Za-z0-9_-]{20,}",
-        r"\bglpat-[A-Za-z0-9_-]{16,}",
-        r"\bnpm_[A-Za-z0-9]{20,}",
-        r"\bhf_[A-Za-z0-9]{20,}",
+# Each pattern with the lower-case literals one of which any match must contain: a
+# plain substring test skips the regex for the common text that has none (the card is
+# re-serialized while an answer streams; see bench/bench_card.py).
+_SECRET_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (triggers, re.compile(p, re.IGNORECASE | re.DOTALL))
+    for triggers, p in (
+        (("private key",),
+         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
+        (("eyj",), r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"),  # JWT / JWS
+        (("sk-", "rk-", "pk-"), r"\b(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{8,}"),  # OpenAI & co.
+        (("_live_", "_test_"), r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{8,}"),  # Stripe
+        (("ya29.",), r"\bya29\.[A-Za-z0-9_-]{16,}"),  # Google OAuth access token
+        (("xapp-",), r"\bxapp-[A-Za-z0-9-]{8,}"),
+        (("sg.",), r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid
+        (("gh",), r"\bgh[pousr]_[A-Za-z0-9]{16,}"),
+        (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{16,}"),
+        (("xox",), r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
+        (("akia", "asia"), r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+        (("aiza",), r"\bAIza[A-Za-z0-9_-]{20,}"),
+        (("glpat-",), r"\bglpat-[A-Za-z0-9_-]{16,}"),
+        (("npm_",), r"\bnpm_[A-Za-z0-9]{20,}"),
+        (("hf_",), r"\bhf_[A-Za-z0-9]{20,}"),
     )
 )
+_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(p for _, p in _SECRET_RULES)
+_KEYED_TRIGGERS = ("authorization", "bearer", "token", "secret", "passw", "key", "session")
 # "Authorization: Bearer x", "Bearer x", "token=x", "api_key: x", "password = x".
 _KEYED_SECRET = re.compile(
     r"(?P<key>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*"
@@ -51,6 +61,15 @@ _ENVELOPES = re.compile(
     r".*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_WINDOWS_HOME = re.compile(r"\b[A-Za-z]:[\\/](?:Users|Documents and Settings)[\\/][^\\/\s\"'<>]+", re.IGNORECASE)
+_FILE_URL = re.compile(r"\bfile://(?=/)", re.IGNORECASE)
+# Lines of an answer that describe the device's execution set-up, not the user's question.
+_ENVIRONMENT_NOTICE = re.compile(
+    r"^[^\n]*\b(?:approval[_ ]policy|sandbox[_ ](?:mode|policy|permissions)|danger-full-access"
+    r"|workspace-write sandbox|read-only sandbox|sandbox is (?:read-only|workspace-write))\b[^\n]*(?:\n|$)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
 )
@@ -67,10 +86,16 @@ def _mask_url(match: re.Match[str]) -> str:
 
 def mask_secrets(text: str) -> str:
     """Mask every secret-looking run in ``text``."""
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(MASK, text)
-    text = _URL.sub(_mask_url, text)
-    return _KEYED_SECRET.sub(lambda m: m.group("key") + MASK, text)
+    lower = text.lower()
+    for triggers, pattern in _SECRET_RULES:
+        if any(t in lower for t in triggers):
+            text = pattern.sub(MASK, text)
+    if "://" in text:
+        # file:///home/u/x is a path, not a web address: let the path rules rewrite it.
+        text = _URL.sub(_mask_url, _FILE_URL.sub("", text))
+    if any(t in lower for t in _KEYED_TRIGGERS):
+        text = _KEYED_SECRET.sub(lambda m: m.group("key") + MASK, text)
+    return text
 
 
 def relativize_paths(text: str, workdir: str | Path | None = None, home: str | None = None) -> str:
@@ -79,6 +104,8 @@ def relativize_paths(text: str, workdir: str | Path | None = None, home: str | N
     Other absolute paths keep only their file name, so no user directory layout
     leaves the device.
     """
+    if "/" not in text and ":" not in text:
+        return text
     home = home if home is not None else os.path.expanduser("~")
     roots: list[tuple[str, str]] = []
     if workdir:
@@ -95,12 +122,23 @@ def relativize_paths(text: str, workdir: str | Path | None = None, home: str | N
                 return replacement + path[len(root):] if root.endswith("/") else replacement
         return ".../" + path.rstrip("/").rsplit("/", 1)[-1] if path.count("/") > 1 else path
 
-    return _ABS_PATH.sub(rewrite, text)
+    if ":" in text:
+        text = _WINDOWS_HOME.sub("~", text)
+    return _ABS_PATH.sub(rewrite, text) if "/" in text else text
 
 
 def strip_envelopes(text: str) -> str:
     """Drop Codex envelope fragments (environment context, injected instructions)."""
     return _ENVELOPES.sub("", text)
+
+
+def strip_environment_notices(text: str) -> str:
+    """For the agent's answer only: drop lines about the sandbox / approval set-up.
+
+    Not part of ``sanitize_text``: a warning such as "sandbox capped to workspace-write"
+    is meant for the user and must survive.
+    """
+    return _ENVIRONMENT_NOTICE.sub("", strip_envelopes(text))
 
 
 def sanitize_text(
@@ -117,7 +155,11 @@ def sanitize_text(
     expose half a secret.
     """
     text = value if isinstance(value, str) else str(value)
-    text = _INVISIBLE.sub("", strip_envelopes(text))
+    if "<" in text:
+        text = strip_envelopes(text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = _INVISIBLE.sub("", text)
     text = relativize_paths(mask_secrets(text), workdir)
     if limit is not None and len(text) > limit:
         text = ("…" + text[-(limit - 1):]) if tail else (text[: limit - 1] + "…")

@@ -1,0 +1,188 @@
+"""Benchmark: boss-agent's app-server client against a minimal direct client.
+
+Both drive the same codex binary (native, as codexbin resolves it) against the same
+instant scripted model provider, in one run:
+
+* warm request round trip: ``config/read`` on an initialized connection;
+* warm turn: ``turn/start`` until ``turn/completed`` on an existing thread.
+
+The direct client is the smallest thing that works: an asyncio subprocess, JSON lines,
+one reader loop and a dict of futures. The ratio is the cost of our layers (dispatcher,
+semaphore, tenacity, listeners). Run: ``python -m bench.bench_appserver`` (~20 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from boss_agent import scripted_model as sm
+from boss_agent.appserver.client import AppServer
+from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
+from boss_agent.codexbin import child_environment, find_codex, resolve_native
+from boss_agent.config import load_config
+
+REQUESTS = 200
+TURNS = 20
+WARMUP = 3
+TURN_TIMEOUT_S = 30
+
+
+class DirectClient:
+    """Raw asyncio subprocess JSON lines: no retries, no routing, no supervision."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.next_id = 0
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.turn_done: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def start(cls, codex: str, home: Path, cwd: Path) -> DirectClient:
+        binary = resolve_native(codex)
+        proc = await asyncio.create_subprocess_exec(
+            *binary.argv, "app-server", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, cwd=cwd, limit=2**24,
+            env=child_environment({**binary.env, "CODEX_HOME": str(home)}), start_new_session=True)
+        return cls(proc)
+
+    async def read(self) -> None:
+        assert self.proc.stdout
+        async for line in self.proc.stdout:
+            message = json.loads(line)
+            if "method" not in message and message.get("id") in self.pending:
+                self.pending.pop(message["id"]).set_result(message.get("result"))
+            elif message.get("method") == "turn/completed" and self.turn_done:
+                self.turn_done.set_result(None)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.proc.stdin
+        self.next_id += 1
+        future = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = future
+        self.proc.stdin.write(json.dumps({"id": self.next_id, "method": method, "params": params}).encode() + b"\n")
+        await self.proc.stdin.drain()
+        return await future
+
+    async def turn(self, thread_id: str) -> None:
+        self.turn_done = asyncio.get_running_loop().create_future()
+        await self.request("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]})
+        await asyncio.wait_for(self.turn_done, TURN_TIMEOUT_S)
+
+
+class BossDriver:
+    """The same two operations through boss-agent's AppServer."""
+
+    def __init__(self, app: AppServer) -> None:
+        self.app = app
+        self.thread = ""
+
+    async def setup(self, cwd: Path) -> None:
+        client = await self.app.client()
+        self.thread = (await client.thread_start(cwd=str(cwd)))["thread"]["id"]
+
+    async def request(self) -> None:
+        await (await self.app.client()).call("config/read", {})
+
+    async def turn(self) -> None:
+        client = await self.app.client()
+        async with client.listen(self.thread) as listener:
+            await client.turn_start(self.thread, [{"type": "text", "text": "hi"}])
+            async with asyncio.timeout(TURN_TIMEOUT_S):
+                async for note in listener:
+                    if note.method == "turn/completed":
+                        return
+
+
+class DirectDriver:
+    def __init__(self, client: DirectClient) -> None:
+        self.client = client
+        self.thread = ""
+
+    async def setup(self, cwd: Path) -> None:
+        await self.client.request("initialize", {
+            "clientInfo": {"name": "bench-direct", "version": "0"},
+            "capabilities": {"experimentalApi": True,
+                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)}})
+        assert self.client.proc.stdin
+        self.client.proc.stdin.write(b'{"method":"initialized"}\n')
+        self.thread = (await self.client.request("thread/start", {"cwd": str(cwd)}))["thread"]["id"]
+
+    async def request(self) -> None:
+        await self.client.request("config/read", {})
+
+    async def turn(self) -> None:
+        await self.client.turn(self.thread)
+
+
+async def measure(drivers: dict[str, Any], op: str, count: int) -> dict[str, list[float]]:
+    """Alternate the drivers sample by sample, so drift and order affect both alike."""
+    samples: dict[str, list[float]] = {name: [] for name in drivers}
+    for i in range(WARMUP + count):
+        for name, driver in drivers.items():
+            start = time.perf_counter()
+            await getattr(driver, op)()
+            if i >= WARMUP:
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+async def compare(codex: str, home: Path, cwd: Path, state: Path) -> dict[str, dict[str, list[float]]]:
+    settings = load_config(overrides={"codex.bin": codex}, environ={}).codex
+    direct_client = await DirectClient.start(codex, home, cwd)
+    async with AppServer(settings, state_dir=state, codex_home=home) as app, asyncio.TaskGroup() as tg:
+        reader = tg.create_task(direct_client.read())
+        drivers = {"direct": DirectDriver(direct_client), "boss": BossDriver(app)}
+        for driver in drivers.values():
+            await driver.setup(cwd)
+        results = {"request": await measure(drivers, "request", REQUESTS),
+                   "turn": await measure(drivers, "turn", TURNS)}
+        assert direct_client.proc.stdin
+        direct_client.proc.stdin.close()
+        await direct_client.proc.wait()
+        await reader
+    return results
+
+
+def _row(direct: list[float], boss: list[float]) -> dict[str, float]:
+    d, b = statistics.median(direct) * 1000, statistics.median(boss) * 1000
+    return {"direct_ms": round(d, 3), "boss_agent_ms": round(b, 3), "ratio": round(b / d, 2)}
+
+
+async def run() -> dict[str, Any]:
+    codex = os.environ.get("BOSS_TEST_CODEX_BIN") or find_codex()
+    with tempfile.TemporaryDirectory(prefix="bench-appserver-") as tmp, sm.ScriptedModel() as model:
+        root = Path(tmp)
+        cwd = root / "work"
+        cwd.mkdir()
+        home = sm.write_codex_home(root / "home", model.base_url)
+        samples = await compare(codex, home, cwd, root / "state")
+    request, turn = samples["request"], samples["turn"]
+    return {"warm_request_config_read": _row(request["direct"], request["boss"]),
+            "warm_turn": _row(turn["direct"], turn["boss"]),
+            "samples": {"requests": REQUESTS, "turns": TURNS}}
+
+
+def print_table(results: dict[str, Any]) -> None:
+    print(f"{'metric':28} {'direct ms':>10} {'boss-agent ms':>14} {'ratio':>6}")
+    for name in ("warm_request_config_read", "warm_turn"):
+        row = results[name]
+        print(f"{name:28} {row['direct_ms']:>10.3f} {row['boss_agent_ms']:>14.3f} {row['ratio']:>6.2f}")
+
+
+def main() -> dict[str, Any]:
+    results = asyncio.run(run())
+    print_table(results)
+    return results
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
