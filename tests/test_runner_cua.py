@@ -64,8 +64,13 @@ def _wm_running(env: dict[str, str]) -> bool:
 
 
 def _visible_window(env: dict[str, str]) -> list[str]:
-    return subprocess.run(["xdotool", "search", "--onlyvisible", "--class", "Xmessage"], env=env,
-                          capture_output=True, text=True, check=False).stdout.split()
+    """Ids of mapped top-level xmessage windows (xwininfo: xdotool search trips over
+    windows that vanish mid-walk)."""
+    tree = subprocess.run(["xwininfo", "-root", "-tree"], env=env, capture_output=True, text=True,
+                          check=False).stdout
+    ids = [line.split()[0] for line in tree.splitlines() if '("xmessage" "Xmessage")' in line]
+    return [w for w in ids if "IsViewable" in subprocess.run(
+        ["xwininfo", "-id", w], env=env, capture_output=True, text=True, check=False).stdout]
 
 
 def _managed_window(env: dict[str, str]) -> bool:
@@ -167,5 +172,5 @@ async def test_computer_use_without_a_display_fails_cleanly_and_runs_nothing(
 
 
 def test_the_desktop_tools_are_installed() -> None:
-    assert shutil.which("Xvfb") and shutil.which("openbox") and shutil.which("xdotool")
+    assert all(shutil.which(tool) for tool in ("Xvfb", "openbox", "xmessage", "xwininfo", "xprop"))
     assert cua.find_driver() is not None
