@@ -108,8 +108,7 @@ def test_exec_jsonl_lines_that_are_not_objects_are_skipped() -> None:
     assert parse_line(b"\xff\xfe\n") is None
 
 
-async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
+def _repo_with_changes(repo: Path) -> None:
     repo.mkdir()
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
     subprocess.run(["git", "init", "-q", "-b", "feature/x", str(repo)], check=True)
@@ -118,6 +117,11 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
     subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
     (repo / "a.txt").write_text("one\nthree\nfour\n")
     (repo / "new.png").write_bytes(b"\x89PNG")
+
+
+async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
     facts = await gitfacts.branch_facts(repo, "missing")
     assert facts == {"name": "feature/x", "changedFiles": 2, "insertions": 2, "deletions": 1,
                      "gitOperations": [], "githubCli": "missing"}

@@ -165,7 +165,7 @@ class Approvals:
         except TimeoutError:
             logger.info("approval %s timed out; declining", aid)
             return None
-        except Exception as exc:  # the sink failed (network, server): the safe answer is no
+        except Exception as exc:  # noqa: BLE001 - the sink failed (network, server): the safe answer is no
             logger.warning("approval %s could not be asked (%s); declining", aid,
                            exc.__class__.__name__)
             return None

@@ -19,12 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from boss_agent.errors import (
-    AppServerError,
-    RpcError,
-    TaskFailed,
-    TurnNotActive,
-)
+from boss_agent.errors import AppServerError, RpcError, TurnNotActive
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.runner.approvals import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
@@ -271,8 +266,3 @@ class AppServerTurn:
         message = sanitize_text(_turn_error(turn), workdir=self.ctx.workdir, limit=MAX_RESULT_CHARS)
         return TurnOutcome("failed", "codex_turn_failed", message, answer)
 
-
-def as_task_failure(outcome: TurnOutcome) -> TaskFailed | None:
-    if outcome.status == "failed":
-        return TaskFailed(outcome.error_message or "the task failed", outcome.error_code)
-    return None
