@@ -23,7 +23,6 @@ from tests.runner_support import Sink, make_config, poll
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.desktop,
-    pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning"),
 ]
 XVFB_READY_S = 20.0  # Xvfb writes its display number to -displayfd once it accepts clients
 PRESS_EXIT_CODE = 7  # xmessage -buttons Press:7 exits with 7 when Press is clicked
@@ -140,6 +139,7 @@ async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver
         assert await asyncio.to_thread(target.wait, 30) == PRESS_EXIT_CODE  # the click really landed
         (asked,) = sink.approvals  # the driver's click is a destructive MCP tool: one approval
         assert asked.available_decisions == ("accept", "decline", "cancel")
+        assert (asked.kind, asked.summary, asked.risk) == ("permissions", "Use the cua tool click", "high")
         screenshot = next(r.tool_outputs()["call_get_desktop_state"] for r in requests
                           if "call_get_desktop_state" in r.tool_outputs())
         assert '"screenshot_width":1024' in screenshot  # codex ran the driver's screenshot tool

@@ -68,6 +68,23 @@ def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ..
     return tuple(out)
 
 
+def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, str, str]:
+    """(kind, summary, risk): the card's description, sharpened for MCP tool-call approvals.
+
+    An MCP elicitation that codex raises to approve a tool call names the server and the
+    tool (never its arguments); a tool that says it is destructive is high risk.
+    """
+    kind, summary, risk = describe_approval(method, params, workdir=workdir)
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
+        server = sanitize_text(params.get("serverName") or "?", limit=60)
+        tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
+        hints = meta.get("tool_annotations") if isinstance(meta.get("tool_annotations"), dict) else {}
+        risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
+        return "permissions", f"Use the {server} tool {tool}", risk
+    return kind, summary, risk
+
+
 def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, Any] | None
                  ) -> tuple[dict[str, Any], str]:
     """The result to send Codex for ``decision`` (None: declined) and the card status."""
@@ -130,7 +147,7 @@ class Approvals:
             self.resolved(request_id)
 
     async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
-        kind, summary, risk = describe_approval(request.method, params, workdir=self.workdir)
+        kind, summary, risk = describe(request.method, params, self.workdir)
         # requestId joins this record to the card's entry for the codex request itself.
         entry = {"id": aid, "kind": kind, "risk": risk, "summary": summary, "requestId": request.id}
         if self.approval_mode == "deny":
