@@ -1,1 +1,1 @@
-"""Benchmarks: `python -m bench.<name>`."""
+"""Benchmarks: run one with ``python -m bench.<name>``; each returns a dict of results."""

@@ -25,8 +25,6 @@ from tests.runner_support import Sink, make_config, poll
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.asyncio(loop_scope="module"),
-    # appclient's RestartPolicy passes tenacity's deprecated `initial`; theirs to fix, not a runner fault.
-    pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning"),
 ]
 
 
@@ -306,3 +304,22 @@ async def test_capabilities_report_codex_exec_and_the_cua_driver(runner: Runner)
     assert caps["codexExec"]["available"] is True and caps["codexExec"]["version"] == "0.171.0"
     assert set(caps["computerUse"]) == {"codex", "cuaDriver"}
     assert caps["computerUse"]["cuaDriver"]["available"] is True
+
+
+async def test_cancel_while_an_approval_is_pending_cancels_the_task_and_the_approval(
+        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+    work = _workdir(env, "cancel-approval")
+    model.enqueue(sm.turn(_shell("touch never.txt")))
+    cancel = asyncio.Event()
+
+    async def cancel_instead(_request: Any) -> str:
+        cancel.set()  # the user cancels the task rather than answering
+        await asyncio.Event().wait()  # never decides; the runner must stop waiting
+        return "accept"
+
+    before = len(model.requests)
+    result = await runner.run(Task("t-cancel-approval", "x", workdir=str(work), approval_policy="untrusted"),
+                              Sink(cancel_instead), cancel)
+    assert result.status == "cancelled" and not (work / "never.txt").exists()
+    assert [a["status"] for a in result.execution_progress["approvals"]] == ["cancelled"]
+    assert len(model.requests) == before + 1  # the interrupted turn asked the model nothing more

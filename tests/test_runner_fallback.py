@@ -17,8 +17,6 @@ from tests.runner_support import Sink, make_config, poll
 
 pytestmark = [
     pytest.mark.codex,
-    # appclient's RestartPolicy passes tenacity's deprecated `initial`; theirs to fix, not a runner fault.
-    pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning"),
 ]
 
 

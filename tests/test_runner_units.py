@@ -108,8 +108,7 @@ def test_exec_jsonl_lines_that_are_not_objects_are_skipped() -> None:
     assert parse_line(b"\xff\xfe\n") is None
 
 
-async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
+def _repo_with_changes(repo: Path) -> None:
     repo.mkdir()
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
     subprocess.run(["git", "init", "-q", "-b", "feature/x", str(repo)], check=True)
@@ -118,6 +117,11 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
     subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
     (repo / "a.txt").write_text("one\nthree\nfour\n")
     (repo / "new.png").write_bytes(b"\x89PNG")
+
+
+async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
     facts = await gitfacts.branch_facts(repo, "missing")
     assert facts == {"name": "feature/x", "changedFiles": 2, "insertions": 2, "deletions": 1,
                      "gitOperations": [], "githubCli": "missing"}
@@ -143,3 +147,58 @@ async def test_the_cua_health_check_fails_cleanly_without_a_display(monkeypatch:
     assert not health.available and health.version and health.reason
     missing = await cua.driver_health(None)
     assert not missing.available and missing.reason == "cua-driver is not installed"
+
+
+def test_mcp_tool_call_approvals_answer_with_an_action() -> None:
+    method = "mcpServer/elicitation/request"
+    assert codex_answer(method, {}, "accept") == ({"action": "accept", "content": None}, "accepted")
+    assert codex_answer(method, {}, "acceptForSession")[0]["action"] == "accept"
+    assert codex_answer(method, {}, None) == ({"action": "decline", "content": None}, "declined")
+    assert codex_answer(method, {}, "cancel")[1] == "cancelled"
+
+
+class _Feed:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+
+    async def event(self, name: str, /, **params: object) -> None:
+        self.events.append((name, params))
+
+
+async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() -> None:
+    import asyncio
+
+    from boss_agent.appserver.routing import ServerRequest
+    from boss_agent.runner.approvals import Approvals
+
+    sent: list[tuple[object, object, object]] = []
+
+    async def answer(request_id: object, result: object, error: object) -> None:
+        sent.append((request_id, result, error))
+
+    asked: list[object] = []
+    release = asyncio.Event()
+
+    class SlowSink:
+        async def progress(self, card: object) -> None: ...
+
+        async def request_approval(self, request: object) -> str:
+            asked.append(request)
+            await release.wait()
+            return "accept"
+
+    method = "item/commandExecution/requestApproval"
+    params = {"itemId": "call_1", "threadId": "t", "command": "rm -rf /tmp/x"}
+    feed = _Feed()
+    approvals = Approvals(task_id="t1", feed=feed, sink=SlowSink(), approval_mode="remote",  # type: ignore[arg-type]
+                          timeout_s=30, workdir="/w")
+    async with asyncio.TaskGroup() as tg:
+        approvals.start(tg, ServerRequest(0, method, params, answer))
+        approvals.start(tg, ServerRequest(0, method, params, answer))  # re-delivered after a reconnect
+        while not asked:
+            await asyncio.sleep(0)
+        approvals.resolved(0)  # codex settled it (the turn was interrupted) before the user decided
+        release.set()
+    assert len(asked) == 1 and sent == []
+    assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
+    assert "rm -rf" not in str(feed.events)

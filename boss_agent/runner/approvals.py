@@ -28,9 +28,12 @@ APPROVAL_METHODS = frozenset({
     "item/fileChange/requestApproval",
     "item/permissions/requestApproval",
     "item/tool/requestUserInput",
+    "mcpServer/elicitation/request",  # MCP tool-call approvals (e.g. the CUA driver's click)
 })
 USER_INPUT = "item/tool/requestUserInput"
 PERMISSIONS = "item/permissions/requestApproval"
+ELICITATION = "mcpServer/elicitation/request"
+ELICITATION_DECISIONS = ("accept", "decline", "cancel")
 DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
 MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
 CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
@@ -65,6 +68,23 @@ def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ..
     return tuple(out)
 
 
+def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, str, str]:
+    """(kind, summary, risk): the card's description, sharpened for MCP tool-call approvals.
+
+    An MCP elicitation that codex raises to approve a tool call names the server and the
+    tool (never its arguments); a tool that says it is destructive is high risk.
+    """
+    kind, summary, risk = describe_approval(method, params, workdir=workdir)
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
+        server = sanitize_text(params.get("serverName") or "?", limit=60)
+        tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
+        hints = meta.get("tool_annotations") if isinstance(meta.get("tool_annotations"), dict) else {}
+        risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
+        return "permissions", f"Use the {server} tool {tool}", risk
+    return kind, summary, risk
+
+
 def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, Any] | None
                  ) -> tuple[dict[str, Any], str]:
     """The result to send Codex for ``decision`` (None: declined) and the card status."""
@@ -73,6 +93,13 @@ def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, 
         if isinstance(answers, dict) and answers:
             return {"answers": answers}, "accepted"
         return {"answers": {}}, "declined"
+    if method == ELICITATION:
+        content = decision.get("content") if isinstance(decision, dict) else None
+        action = decision.get("action", decision.get("decision")) if isinstance(decision, dict) else decision
+        action = "accept" if action == "acceptForSession" else action
+        if action not in ELICITATION_DECISIONS:
+            action = "decline"
+        return {"action": action, "content": content if action == "accept" else None}, CARD_STATUS[action]
     if isinstance(decision, dict):
         decision = decision.get("decision")
     if decision not in CARD_STATUS:
@@ -120,7 +147,7 @@ class Approvals:
             self.resolved(request_id)
 
     async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
-        kind, summary, risk = describe_approval(request.method, params, workdir=self.workdir)
+        kind, summary, risk = describe(request.method, params, self.workdir)
         # requestId joins this record to the card's entry for the codex request itself.
         entry = {"id": aid, "kind": kind, "risk": risk, "summary": summary, "requestId": request.id}
         if self.approval_mode == "deny":
@@ -145,7 +172,8 @@ class Approvals:
                    risk: str) -> str | dict[str, Any] | None:
         ask = ApprovalRequest(
             approval_id=aid, kind=kind, summary=summary, risk=risk,  # type: ignore[arg-type]
-            available_decisions=() if method == USER_INPUT else _decisions(params),
+            available_decisions=(() if method == USER_INPUT else ELICITATION_DECISIONS
+                                 if method == ELICITATION else _decisions(params)),
             questions=_questions(params, self.workdir) if method == USER_INPUT else (),
         )
         try:
@@ -154,7 +182,7 @@ class Approvals:
         except TimeoutError:
             logger.info("approval %s timed out; declining", aid)
             return None
-        except Exception as exc:  # the sink failed (network, server): the safe answer is no
+        except Exception as exc:  # noqa: BLE001 - the sink failed (network, server): the safe answer is no
             logger.warning("approval %s could not be asked (%s); declining", aid,
                            exc.__class__.__name__)
             return None

@@ -105,21 +105,25 @@ def mcp_config(binary: str) -> dict[str, Any]:
 
 
 async def codex_has_computer_use(client: Any) -> bool:
-    """Does the installed Codex offer computer use itself (an enabled feature or a plugin)?"""
+    """Does the installed Codex really offer computer use itself?
+
+    The ``computer_use`` feature flag alone is not enough: 0.171 reports it enabled by
+    default on Linux, yet no desktop tool reaches the model until a computer-use
+    plugin is installed. So: the feature enabled *and* such a plugin installed.
+    """
     try:
         features = await client.call("experimentalFeature/list", {})
-    except AppServerError:
-        features = {}
-    for feature in (features or {}).get("data") or []:
-        if isinstance(feature, dict) and _CODEX_CU.search(str(feature.get("name"))) and feature.get("enabled"):
-            return True
-    try:
         plugins = await client.call("plugin/list", {})
     except AppServerError:
         return False
+    enabled = any(isinstance(f, dict) and _CODEX_CU.search(str(f.get("name"))) and f.get("enabled")
+                  for f in (features or {}).get("data") or [])
+    if not enabled:
+        return False
     for market in (plugins or {}).get("marketplaces") or []:
         for plugin in (market or {}).get("plugins") or []:
-            if _CODEX_CU.search(str((plugin or {}).get("id") or (plugin or {}).get("name"))) and (
-                    plugin.get("installed") and plugin.get("enabled", True)):
+            plugin = plugin or {}
+            named = _CODEX_CU.search(str(plugin.get("id") or plugin.get("name")))
+            if named and plugin.get("installed") and plugin.get("enabled", True):
                 return True
     return False

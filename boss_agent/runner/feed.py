@@ -48,7 +48,7 @@ class CardFeed:
         self.card = card
         try:
             await self.sink.progress(card.to_dict())
-        except Exception as exc:  # a failing upload must not fail the task; the source retries
+        except Exception as exc:  # noqa: BLE001 - a failing upload must not fail the task; the source retries
             logger.warning("progress upload failed: %s", exc.__class__.__name__)
 
     def to_dict(self) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class Runner:
         try:
             workdir = resolve_workdir(task, self.config)
         except TaskRejected as exc:
+            logger.info("task %s refused: %s", task.task_id, exc.code)
             return await self._finish(feed, TaskResult("failed", error_code=exc.code,
                                                        error_message=str(exc)), None)
         policy = resolve_policy(task, self.config)
@@ -84,6 +85,11 @@ class Runner:
         health = await cua.driver_health(cua.find_driver(self.config.cua_bin))
         self._capabilities["computerUse"]["cuaDriver"] = {"available": health.available,
                                                           "version": health.version}
+        if self.app.status.get("available"):
+            try:
+                self._codex_computer_use = await cua.codex_has_computer_use(await self.app.client())
+            except AppServerError:
+                pass  # keep the last answer; the next refresh asks again
         return self.capabilities
 
     # ---------------------------------------------------------------- paths
@@ -138,7 +144,8 @@ class Runner:
             raise TaskFailed(f"computer use is not available: {reason}", "computer_use_unavailable")
         await ctx.feed.event("backend", backend="cua")
         try:
-            outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary))
+            outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary),
+                                                           mcp_server=cua.MCP_SERVER_NAME)
         except TurnNotStarted as exc:
             raise TaskFailed("the Codex app-server could not start the desktop thread",
                              "app_server_unavailable") from exc
@@ -199,7 +206,7 @@ class Runner:
             found = await asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir, ctx.started_at)
             if found:
                 await ctx.feed.event("artifacts", artifacts=found)
-        except Exception as exc:  # facts are a nicety; they never fail the task
+        except Exception as exc:  # noqa: BLE001 - facts are a nicety; they never fail the task
             logger.warning("reading branch facts failed: %s", exc.__class__.__name__)
 
     async def _finish(self, feed: CardFeed, result: TaskResult, ctx: RunContext | None) -> TaskResult:
@@ -210,8 +217,8 @@ class Runner:
             result.backend = "app_server"
         await feed.event("finished", status=result.status, at=now_iso())
         result.execution_progress = feed.to_dict()
-        logger.info("task %s finished %s (backend %s)", ctx.task.task_id if ctx else "?",
-                    result.status, result.backend)
+        if ctx is not None:
+            logger.info("task %s finished %s (backend %s)", ctx.task.task_id, result.status, result.backend)
         return result
 
     def _probe_capabilities(self) -> dict[str, Any]:

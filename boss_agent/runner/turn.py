@@ -19,12 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from boss_agent.errors import (
-    AppServerError,
-    RpcError,
-    TaskFailed,
-    TurnNotActive,
-)
+from boss_agent.errors import AppServerError, RpcError, TurnNotActive
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.runner.approvals import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
@@ -34,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
+MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
 
 
 class TurnNotStarted(Exception):
@@ -69,19 +65,58 @@ class AppServerTurn:
     # ------------------------------------------------------------------ entry points
 
     async def run(self, *, config: dict[str, Any] | None = None,
-                  inject: list[dict[str, Any]] | None = None) -> TurnOutcome:
-        """Resume ``ctx.thread_id`` (or start a new thread), optionally inject items, run a turn."""
+                  inject: list[dict[str, Any]] | None = None,
+                  mcp_server: str | None = None) -> TurnOutcome:
+        """Resume ``ctx.thread_id`` (or start a new thread), optionally inject items, run a turn.
+
+        ``mcp_server``: wait until that thread-level MCP server reports ready (or failed)
+        before the turn; its tools are searched for on the first model request.
+        """
         extra = {"config": config} if config else {}
         ctx = self.ctx
         if ctx.thread_id:
             async with self.client.listen(ctx.thread_id) as listener:
                 await self._resume(extra)
+                if mcp_server:
+                    await self._mcp_ready(listener, mcp_server)
                 return await self._start_and_follow(listener, inject)
-        started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
-        ctx.thread_id = started["thread"]["id"]
-        # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
-        async with self.client.listen(ctx.thread_id) as listener:
-            return await self._start_and_follow(listener, inject)
+        if not mcp_server:
+            started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
+            ctx.thread_id = started["thread"]["id"]
+            # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
+            async with self.client.listen(ctx.thread_id) as listener:
+                return await self._start_and_follow(listener, inject)
+        # MCP start-up is announced right after thread/start, possibly before its id is known
+        # here: a catch-all listener spans that gap and is dropped before the turn.
+        everything_cm = self.client.listen_all()
+        everything = await everything_cm.__aenter__()
+        try:
+            started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
+            ctx.thread_id = started["thread"]["id"]
+            async with self.client.listen(ctx.thread_id) as listener:
+                await self._mcp_ready(everything, mcp_server)
+                await everything_cm.__aexit__(None, None, None)
+                everything_cm = None
+                return await self._start_and_follow(listener, inject)
+        finally:
+            if everything_cm is not None:
+                await everything_cm.__aexit__(None, None, None)
+
+    async def _mcp_ready(self, listener: Any, server: str) -> None:
+        try:
+            async with asyncio.timeout(MCP_READY_TIMEOUT_S):
+                async for message in listener:
+                    params = message.params if isinstance(message.params, dict) else {}
+                    if (message.method != "mcpServer/startupStatus/updated"
+                            or params.get("threadId") != self.ctx.thread_id or params.get("name") != server):
+                        continue
+                    await self.ctx.feed.feed(message.raw)
+                    if params.get("status") in ("ready", "failed", "cancelled"):
+                        return
+        except TimeoutError:
+            logger.warning("MCP server %s did not report ready; starting the turn anyway", server)
+        except AppServerError as exc:
+            raise TurnNotStarted(exc) from exc
 
     async def steer(self) -> TurnOutcome:
         ctx = self.ctx
@@ -231,8 +266,3 @@ class AppServerTurn:
         message = sanitize_text(_turn_error(turn), workdir=self.ctx.workdir, limit=MAX_RESULT_CHARS)
         return TurnOutcome("failed", "codex_turn_failed", message, answer)
 
-
-def as_task_failure(outcome: TurnOutcome) -> TaskFailed | None:
-    if outcome.status == "failed":
-        return TaskFailed(outcome.error_message or "the task failed", outcome.error_code)
-    return None
