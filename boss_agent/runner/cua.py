@@ -10,7 +10,6 @@ only the desktop tools enabled.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import logging
 import os
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent.errors import AppServerError
+from boss_agent.runner.subprocs import run_probe
 
 logger = logging.getLogger(__name__)
 
@@ -62,29 +62,18 @@ def driver_env() -> dict[str, str]:
     return {**env, **TELEMETRY_ENV}
 
 
-async def _run(argv: list[str], timeout: float) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, env=driver_env())
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return 124, ""
-    return proc.returncode or 0, out.decode(errors="replace")
-
-
 async def driver_health(binary: str | None) -> DriverHealth:
     """Healthy when the executable runs and ``doctor`` reports a usable display server."""
     if not binary:
         return DriverHealth(False, None, "cua-driver is not installed")
     try:
-        code, out = await _run([binary, "--version"], VERSION_TIMEOUT_S)
+        code, out = await run_probe([binary, "--version"], timeout=VERSION_TIMEOUT_S, env=driver_env(),
+                                    merge_stderr=True)
         match = _VERSION.search(out)
         if code != 0 or not match:
             return DriverHealth(False, None, "cua-driver does not run here")
-        code, report = await _run([binary, "doctor"], DOCTOR_TIMEOUT_S)
+        code, report = await run_probe([binary, "doctor"], timeout=DOCTOR_TIMEOUT_S, env=driver_env(),
+                                       merge_stderr=True)
     except OSError:
         return DriverHealth(False, None, "cua-driver does not run here")
     display_ok = any(line.startswith("[ok") and "display server" in line for line in report.splitlines())

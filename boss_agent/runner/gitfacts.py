@@ -7,12 +7,13 @@ counts leave here — never diffs, paths outside the workdir or file contents.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from boss_agent.runner.subprocs import run_probe
 
 logger = logging.getLogger(__name__)
 
@@ -30,19 +31,7 @@ ARTIFACT_KINDS = {
 
 
 async def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-    except OSError:
-        return 127, ""
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return 124, ""
-    return proc.returncode or 0, out.decode(errors="replace")
+    return await run_probe(argv, cwd=cwd, timeout=timeout, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
 
 
 def _numstat(text: str) -> tuple[int, int]:
