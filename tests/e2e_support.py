@@ -18,8 +18,8 @@ import signal
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 import httpx
@@ -132,10 +132,19 @@ class UpProcess:
             self.proc.wait()
             raise AssertionError(f"up did not exit within {STOP_TIMEOUT_S} s of SIGTERM") from None
 
+    def credentials(self) -> dict[str, str]:
+        """The control plane's secret (the page URL's token) and the device's token."""
+        return {"controlplane secret": (self.controlplane_dir / SECRET_FILE).read_text(encoding="utf-8").strip(),
+                "device token": (self.state_dir / "device_token").read_text(encoding="utf-8").strip()}
+
+    def logged(self) -> str:
+        """What it wrote to stderr and its log file; call after ``stop``."""
+        log = self.log_file.read_text(encoding="utf-8") if self.log_file.exists() else ""
+        return self.stderr.text() + log
+
     def everything_written(self) -> str:
         """All it printed and logged; call after ``stop``."""
-        log = self.log_file.read_text(encoding="utf-8") if self.log_file.exists() else ""
-        return self.stdout.text() + self.stderr.text() + log
+        return self.stdout.text() + self.logged()
 
     def cli(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         """``boss-agent ARGS`` against this state dir; stdin is not a terminal."""

@@ -80,7 +80,8 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
         assert await _texts(browser, f"{task} .reasoning strong") == ["Planning"]  # codex's **headline**
         assert "decided: accept" in await browser.text(f"{task} .approval .decision")
         assert await _texts(browser, f"{task} .answer-section h3") == ["Result"]  # the final result, not a preview
-        assert (await browser.text(f"{task} .answer")).startswith(f"Done. I looked at the project and wrote {DEMO_FILE}.")
+        answer = await browser.text(f"{task} .answer")
+        assert answer.startswith(f"Done. I looked at the project and wrote {DEMO_FILE}.")
         assert not await _texts(browser, f"{task} button"), "a finished task offers no action"
         await browser.screenshot(ARTIFACTS / "e2e-final-page.png")
 
@@ -93,3 +94,6 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
     written = up.everything_written()
     assert f"task {task_id} completed" in written  # the log is really there to search
     assert CANARY not in written and "CANARY" not in written
+    for name, value in up.credentials().items():
+        assert len(value) >= 20 and value not in up.logged(), f"the {name} is in a log line"
+    assert up.credentials()["device token"] not in up.stdout.text()

@@ -66,8 +66,10 @@ async def _follow_task(up: UpProcess, project: Path, decision: str) -> tuple[int
 
 
 async def _final(up: UpProcess, task_id: str) -> dict:
+    """The task's view once it is finished (at once if it already is)."""
     async with LocalClient.for_db_dir(up.controlplane_dir) as client:
-        return await client.task(task_id)
+        views = [view async for view in client.follow(task_id)]
+    return views[-1]
 
 
 async def test_task_prints_the_answer_and_exits_0_once_its_command_is_approved(up: UpProcess):
@@ -125,10 +127,7 @@ async def test_task_no_follow_prints_the_id_of_the_task_it_queued(up: UpProcess)
     assert task_id.startswith("tsk_") and "\n" not in task_id
     view = await _answer_its_approval(up, project, "accept")
     assert view["taskId"] == task_id and view["task"]["prompt"] == PROMPT
-    async with LocalClient.for_db_dir(up.controlplane_dir) as client:
-        async for view in client.follow(task_id):
-            pass
-    assert view["status"] == "completed"
+    assert (await _final(up, task_id))["status"] == "completed"
 
 
 async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess, codex_bin: str):
@@ -149,9 +148,10 @@ async def test_status_json_while_up_runs_shows_the_device_paired_and_the_daemon_
 async def test_up_stops_on_sigterm_with_exit_0_and_never_wrote_a_prompt_secret(up: UpProcess):
     async with LocalClient.for_db_dir(up.controlplane_dir) as client:
         task_id = await client.submit(PROMPT, workdir=str(up.project("last")), approvalMode="deny")
-        async for view in client.follow(task_id):
-            pass
-    assert view["status"] == "completed"  # approvalMode deny: the daemon declined the command itself
+    view = await _final(up, task_id)
+    # approvalMode deny: the daemon declined the command itself, and codex went on.
+    assert view["status"] == "completed" and view["approvals"] == []
+    assert [t["status"] for t in view["executionProgress"]["toolActivities"]] == ["declined"]
     assert await asyncio.to_thread(up.stop) == 0
     written = up.everything_written()
     assert f"task {task_id} completed" in written
