@@ -4,7 +4,7 @@
 workspace root and ``HOME`` under a tmp dir (nothing touches the real home or the
 user's codex), reads the page URL from its stdout, and stops it with SIGTERM. Its
 stdout and stderr are drained by reader threads, so the child never blocks on a full
-pipe and a test can search everything it printed. ``cli`` runs one more
+pipe and a test can search everything it printed. ``run_cli`` runs one more
 ``boss-agent`` command against the same state dir; ``first_task`` waits, on the
 control plane's live event stream, for a task view that matches a condition.
 """
@@ -32,7 +32,10 @@ EVENT_TIMEOUT_S = 60  # from a submit to codex's approval request: seconds; boun
 STOP_TIMEOUT_S = 45  # the daemon's grace period is 30 s for running tasks; an idle one stops in about a second
 CLI_TIMEOUT_S = 90  # a followed demo task: codex's turn with one approval, a few seconds normally
 READY_BANNER = "boss-agent is up. Open the web page:"
-CANARY = "sk-proj-CANARYe2eSecret0123456789abcdefXYZ"  # secret-shaped: the sanitizer must catch it
+# Planted in the prompts: neither may reach a log line or the card. The secret-shaped one
+# would also be masked by the sanitizer; the plain word shows the prompt itself never went out.
+CANARY = "sk-proj-CANARYe2eSecret0123456789abcdefXYZ"
+PROMPT_WORD = "quokkalighthouse"
 
 
 def _clean_env() -> dict[str, str]:
@@ -146,10 +149,20 @@ class UpProcess:
         """All it printed and logged; call after ``stop``."""
         return self.stdout.text() + self.logged()
 
-    def cli(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        """``boss-agent ARGS`` against this state dir; stdin is not a terminal."""
-        return subprocess.run([sys.executable, "-m", "boss_agent", *args], cwd=self.root, env=self.env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s)
+    async def run_cli(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> tuple[int, str, str]:
+        """``boss-agent ARGS`` against this state dir, stdin not a terminal: (exit code, stdout, stderr)."""
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "boss_agent", *args, cwd=self.root, env=self.env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            async with asyncio.timeout(timeout_s):
+                out, err = await proc.communicate()
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise AssertionError(f"boss-agent {args[0]} did not exit within {timeout_s} s") from None
+        assert proc.returncode is not None
+        return proc.returncode, out.decode(), err.decode()
 
 
 async def first_task(controlplane_dir: Path, matches: Callable[[dict[str, Any]], bool],

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.demo_model import DEMO_FILE
-from tests.e2e_support import CANARY, UpProcess
+from tests.e2e_support import CANARY, PROMPT_WORD, UpProcess
 from tests.webdriver import chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.codex]
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.codex]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 TASK_TIMEOUT_S = 50  # a demo turn takes seconds; the bound stays under the WebDriver client's 60 s command timeout
 DEMO_STEPS = ["Look at the project", "Write a note", "Answer"]
-PROMPT = f"Show me what boss-agent can do. My key is {CANARY}, do not share it."
+PROMPT = f"Show me what boss-agent can do, {PROMPT_WORD}. My key is {CANARY}, do not share it."
 
 # The page's text without the task titles: a title is the user's own prompt, shown back
 # to them verbatim on purpose; everything else (the card, approvals, results) is what
@@ -85,15 +85,17 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
         assert not await _texts(browser, f"{task} button"), "a finished task offers no action"
         await browser.screenshot(ARTIFACTS / "e2e-final-page.png")
 
-        assert CANARY not in await browser.execute(_TEXT_BUT_TITLES)
-        assert CANARY not in await browser.execute(
-            "return JSON.stringify(Array.from(document.querySelectorAll('.card'), (n) => n.outerHTML))")
+        shown = await browser.execute(_TEXT_BUT_TITLES)
+        cards = await browser.execute("return Array.from(document.querySelectorAll('.card'), (n) => n.outerHTML)")
+        assert PROMPT_WORD in await browser.text(f"{task} .title")  # the search below can see the prompt
+        for planted in (CANARY, PROMPT_WORD):
+            assert planted not in shown and planted not in "".join(cards)
 
     assert (project / DEMO_FILE).read_text(encoding="utf-8").startswith("# Written by the boss-agent demo")
     assert await asyncio.to_thread(up.stop) == 0
     written = up.everything_written()
     assert f"task {task_id} completed" in written  # the log is really there to search
-    assert CANARY not in written and "CANARY" not in written
+    assert "CANARY" not in written and PROMPT_WORD not in written
     for name, value in up.credentials().items():
         assert len(value) >= 20 and value not in up.logged(), f"the {name} is in a log line"
     assert up.credentials()["device token"] not in up.stdout.text()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +18,13 @@ import pytest
 
 from boss_agent.controlplane import LocalClient
 from boss_agent.demo_model import DEMO_FILE
-from tests.e2e_support import CANARY, CLI_TIMEOUT_S, REPO, UpProcess, first_task, pending_approval
+from tests.e2e_support import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval
 
 pytestmark = pytest.mark.codex
 
 DEMO_STEPS = ("Look at the project", "Write a note", "Answer")
 ANSWER = f"Done. I looked at the project and wrote {DEMO_FILE}."
-PROMPT = f"Tidy the project up. The deploy key is {CANARY}."
+PROMPT = f"Tidy the project up, {PROMPT_WORD}. The deploy key is {CANARY}."
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +34,6 @@ def up(tmp_path_factory: pytest.TempPathFactory, codex_bin: str) -> Iterator[UpP
     yield process
     if process.proc is not None and process.proc.poll() is None:
         process.stop()
-
-
-async def _run_cli(up: UpProcess, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", *args, cwd=REPO, env=up.env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    async with asyncio.timeout(CLI_TIMEOUT_S):
-        out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def _answer_its_approval(up: UpProcess, project: Path, decision: str) -> dict:
@@ -60,7 +49,7 @@ async def _answer_its_approval(up: UpProcess, project: Path, decision: str) -> d
 
 async def _follow_task(up: UpProcess, project: Path, decision: str) -> tuple[int, str, str, str]:
     async with asyncio.TaskGroup() as group:
-        cli = group.create_task(_run_cli(up, "task", PROMPT, "--workdir", str(project)))
+        cli = group.create_task(up.run_cli("task", PROMPT, "--workdir", str(project)))
         view = await _answer_its_approval(up, project, decision)
     return *cli.result(), view["taskId"]
 
@@ -80,7 +69,7 @@ async def test_task_prints_the_answer_and_exits_0_once_its_command_is_approved(u
     assert "completed" in out and f"add {DEMO_FILE}" in out
     assert all(f"✔ {step}" in out for step in DEMO_STEPS), out
     assert "Run a command (network: no) accepted" in out
-    assert CANARY not in out + err
+    assert CANARY not in out + err and PROMPT_WORD not in out + err
     assert (project / DEMO_FILE).is_file()
 
 
@@ -94,7 +83,7 @@ async def test_a_declined_command_is_skipped_and_the_task_still_completes_with_e
     assert view["status"] == "completed" and view["result"]["resultText"].startswith(ANSWER)
     assert [a["decision"] for a in view["approvals"]] == ["decline"]
     assert [t["status"] for t in view["executionProgress"]["toolActivities"]] == ["declined"]
-    assert ANSWER in " ".join(out.split()) and CANARY not in out + err
+    assert ANSWER in " ".join(out.split()) and CANARY not in out + err and PROMPT_WORD not in out + err
     assert "Run a command (network: no) declined" in out
     assert (project / DEMO_FILE).is_file()
 
@@ -110,7 +99,7 @@ async def test_task_exits_1_when_its_task_is_cancelled_instead_of_completing(up:
         return view["taskId"]
 
     async with asyncio.TaskGroup() as group:
-        cli = group.create_task(_run_cli(up, "task", PROMPT, "--workdir", str(project)))
+        cli = group.create_task(up.run_cli("task", PROMPT, "--workdir", str(project)))
         cancelled = group.create_task(cancel_once_it_asks())
     code, out, err = cli.result()
     assert (await _final(up, cancelled.result()))["status"] == "cancelled"
@@ -121,7 +110,7 @@ async def test_task_exits_1_when_its_task_is_cancelled_instead_of_completing(up:
 
 async def test_task_no_follow_prints_the_id_of_the_task_it_queued(up: UpProcess):
     project = up.project("no-follow")
-    code, out, err = await _run_cli(up, "task", PROMPT, "--workdir", str(project), "--no-follow")
+    code, out, err = await up.run_cli("task", PROMPT, "--workdir", str(project), "--no-follow")
     assert code == 0, err
     task_id = out.strip()
     assert task_id.startswith("tsk_") and "\n" not in task_id
@@ -131,7 +120,7 @@ async def test_task_no_follow_prints_the_id_of_the_task_it_queued(up: UpProcess)
 
 
 async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess, codex_bin: str):
-    code, out, err = await _run_cli(up, "status", "--json")
+    code, out, err = await up.run_cli("status", "--json")
     assert code == 0, err
     status = json.loads(out)
     assert status["codexVersion"] == "0.171.0" and status["codexTransport"] == "stdio"
@@ -140,9 +129,12 @@ async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess
 
 @pytest.mark.xfail(reason="status does not read the daemon's state file on main yet (branch ops)", strict=False)
 async def test_status_json_while_up_runs_shows_the_device_paired_and_the_daemon_running(up: UpProcess):
-    code, out, err = await _run_cli(up, "status", "--json")
+    code, out, err = await up.run_cli("status", "--json")
     status = json.loads(out)
-    assert code == 0 and status["paired"] is True and status["daemon"] == "running"
+    device = json.loads((up.state_dir / "device.json").read_text(encoding="utf-8"))
+    assert code == 0 and status["paired"] is True and status["deviceId"] == device["deviceId"]
+    assert status["server"] == device["serverUrl"] and up.page_url.startswith(device["serverUrl"] + "/")
+    assert status["daemonRunning"] is True and status["daemonPid"] == up.proc.pid
 
 
 async def test_up_stops_on_sigterm_with_exit_0_and_never_wrote_a_prompt_secret(up: UpProcess):
@@ -155,4 +147,4 @@ async def test_up_stops_on_sigterm_with_exit_0_and_never_wrote_a_prompt_secret(u
     assert await asyncio.to_thread(up.stop) == 0
     written = up.everything_written()
     assert f"task {task_id} completed" in written
-    assert "CANARY" not in written
+    assert "CANARY" not in written and PROMPT_WORD not in written
