@@ -87,6 +87,11 @@ function renderDevice(device) {
 
 // ---- the progress card ---------------------------------------------------------------
 
+// Codex's reasoning summaries mark their headline **like this**: shown bold, still as text nodes.
+function withBold(text) {
+  return String(text).split(/\*\*(.+?)\*\*/s).map((part, i) => (i % 2 ? el("strong", {}, part) : part));
+}
+
 function list(items, render) {
   return el("ul", {}, (items || []).map(render));
 }
@@ -109,7 +114,8 @@ function renderApproval(view, approval) {
       approval.risk ? el("span", { class: "chip risk" }, `${approval.risk} risk`) : null, " ",
       el("span", { class: "summary" }, approval.summary || "")),
     el("div", { class: "meta decision" },
-      approval.status !== "decided" ? approval.status
+      approval.status === "pending" && view.status !== "running" ? "not answered"
+        : approval.status !== "decided" ? approval.status
         : typeof approval.decision === "string" ? `decided: ${approval.decision}` : "answered"));
   if (pending && approval.kind === "userInput" && (approval.questions || []).length) {
     node.append(renderQuestions(view, approval, node));
@@ -184,10 +190,10 @@ function renderCard(view) {
   if (card.steps && card.steps.length) parts.push(section("Steps", "steps",
     list(card.steps, (s) => el("li", { class: "step", data: { status: s.status } }, s.title))));
   if (card.reasoningSummary && card.reasoningSummary.text) parts.push(section("Thinking", "reasoning",
-    el("div", {}, card.reasoningSummary.text)));
+    el("div", {}, withBold(card.reasoningSummary.text))));
   if (card.toolActivities && card.toolActivities.length) parts.push(section("Tools", "tools",
     list(card.toolActivities, (t) => el("li", { class: "tool", data: { status: t.status } },
-      [t.summary || t.kind, t.name && `(${t.name})`, t.status && `· ${t.status}`].filter(Boolean).join(" ")))));
+      [t.summary || t.kind, t.name, t.status].filter(Boolean).join(" · ")))));
   const approvals = approvalsOf(view);
   if (approvals.length) parts.push(section("Approvals", "approvals",
     el("ul", {}, approvals.map((a) => renderApproval(view, a)))));
