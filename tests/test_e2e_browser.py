@@ -26,9 +26,9 @@ TASK_TIMEOUT_S = 50  # a demo turn takes seconds; the bound stays under the WebD
 DEMO_STEPS = ["Look at the project", "Write a note", "Answer"]
 PROMPT = f"Show me what boss-agent can do, {PROMPT_WORD}. My key is {CANARY}, do not share it."
 
-# The page's text without the task titles: a title is the user's own prompt, shown back
-# to them verbatim on purpose; everything else (the card, approvals, results) is what
-# the device reported and must never carry the prompt's secret.
+# The page's text without the task titles: a title is the first line of the user's own
+# prompt (with secrets masked); everything else (the card, approvals, results) is what
+# the device reported and must never carry the prompt at all.
 _TEXT_BUT_TITLES = """
 const copy = document.body.cloneNode(true);
 copy.querySelectorAll('.task-head .title').forEach((node) => node.remove());
@@ -87,7 +87,10 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
 
         shown = await browser.execute(_TEXT_BUT_TITLES)
         cards = await browser.execute("return Array.from(document.querySelectorAll('.card'), (n) => n.outerHTML)")
-        assert PROMPT_WORD in await browser.text(f"{task} .title")  # the search below can see the prompt
+        title = await browser.text(f"{task} .title")
+        assert PROMPT_WORD in title  # the search below can see the prompt
+        assert CANARY not in title and "[redacted]" in title  # a pasted key is masked even in the title
+        assert CANARY not in await browser.execute("return document.body.textContent")
         for planted in (CANARY, PROMPT_WORD):
             assert planted not in shown and planted not in "".join(cards)
 

@@ -32,6 +32,7 @@ from typing import Any
 from boss_agent.controlplane.approvals import Approvals
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError, TaskRejected
+from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.tasks import parse_task
 
 TASK_FIELDS = (
@@ -49,6 +50,15 @@ def _not_found() -> ControlPlaneError:
 
 def _not_owned(why: str) -> ControlPlaneError:
     return ControlPlaneError(409, "task_not_owned", why)
+
+
+TITLE_CHARS = 120  # a card heading, not the prompt
+
+
+def task_title(prompt: str) -> str:
+    """The prompt's first line, masked like everything else shown: a secret a user
+    pasted into a prompt must not sit on a screen that others may look at."""
+    return sanitize_text(prompt.strip().split("\n", 1)[0], limit=TITLE_CHARS)
 
 
 class TaskQueue:
@@ -91,6 +101,7 @@ class TaskQueue:
         return [self._view(row) for row in rows]
 
     def _view(self, row: Any) -> dict[str, Any]:
+        """The task as the local API and the page show it (the page uses ``title``)."""
         spec = loads(row["spec"])
         return {
             "taskId": row["task_id"],
@@ -107,6 +118,7 @@ class TaskQueue:
             "updatedAt": iso(row["updated_at"]),
             "claimedAt": iso(row["claimed_at"]),
             "completedAt": iso(row["completed_at"]),
+            "title": task_title(spec.get("prompt", "")),
             "task": spec,
         }
 

@@ -228,8 +228,7 @@ function renderCard(view) {
 
 function renderTask(view) {
   const card = view.executionProgress || {};
-  const prompt = (view.task && view.task.prompt) || "";
-  const title = prompt.split("\n")[0].slice(0, TITLE_CHARS);
+  const title = (view.title || "").slice(0, TITLE_CHARS);
   const shown = view.status === "running" && card.status ? card.status : view.status;
   const actions = [];
   if (ACTIVE.has(view.status) && !view.cancelRequested) actions.push(el("button", { type: "button", class: "cancel",
@@ -240,7 +239,7 @@ function renderTask(view) {
     "Retry"));
   const node = el("li", { class: "task", data: { taskId: view.taskId, status: view.status } },
     el("div", { class: "task-head" },
-      el("span", { class: "title", title: prompt.slice(0, 1000) }, title || view.taskId),
+      el("span", { class: "title", title: title }, title || view.taskId),
       el("span", { class: "status", data: { status: shown } }, shown)),
     el("div", { class: "meta" }, [view.taskId, `attempt ${view.attempt}`,
       view.deviceId && `on ${(devices.get(view.deviceId) || {}).deviceName || view.deviceId}`,
