@@ -51,8 +51,11 @@ def render_card(view: dict[str, Any]) -> RenderableType:
                                 for f in _rows(card.get("fileChanges"))])
     branch = card.get("branch") or {}
     if branch:
-        parts += _section("Branch", [escape(f"{branch.get('name') or '-'}: {branch.get('changedFiles', 0)} files, "
-                                            f"+{branch.get('insertions', 0)} -{branch.get('deletions', 0)}")])
+        files = branch.get("changedFiles", 0)
+        counts = (f"{files} file{'' if files == 1 else 's'} changed, "
+                  f"+{branch.get('insertions', 0)} -{branch.get('deletions', 0)}")
+        name = branch.get("name")
+        parts += _section("Branch" if name else "Changes", [escape(f"{name}: {counts}" if name else counts)])
     parts += _section("Warnings", [escape(str(w.get("message", ""))) for w in _rows(card.get("warnings"))])
     usage = card.get("tokenUsage") or {}
     if usage.get("totalTokens"):
