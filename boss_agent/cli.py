@@ -15,7 +15,14 @@ from typing import Annotated, Any
 import typer
 
 from boss_agent import __version__
-from boss_agent.cli_support import G, build_config, emit, guarded, render_pairs
+from boss_agent.cli_support import (
+    G,
+    build_config,
+    emit,
+    guarded,
+    quiet_logs,
+    render_pairs,
+)
 from boss_agent.errors import ConfigError
 
 app = typer.Typer(
@@ -70,6 +77,7 @@ def doctor(as_json: JsonOption = False) -> None:
     """Check the set-up, each check ok / warn / fail with a fix; exit 1 when any check fails."""
     from boss_agent.doctor import run_checks
 
+    quiet_logs()
     checks = guarded(lambda: run_checks(G.config_path))
     emit({"checks": checks}, as_json, lambda data: _render_checks(data["checks"]))
     if any(c["result"] == "fail" for c in checks):
@@ -89,6 +97,7 @@ def capabilities(
     )
 
     def collect() -> dict[str, Any]:
+        quiet_logs()
         config = build_config()
         return asyncio.run(refresh_capabilities(config)) if refresh else cached_capabilities(config)
 

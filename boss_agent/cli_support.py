@@ -11,6 +11,7 @@ stderr and exit 2, any other error one line and exit 1; a traceback only with
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,16 @@ def guarded[T](fn: Callable[[], T]) -> T:
         detail = str(exc).splitlines()[0] if str(exc) else ""
         raise _fail(f"internal error: {exc.__class__.__name__}: {detail} (run with --debug for "
                     "the traceback)", EXIT_FAILED) from None
+
+
+def quiet_logs() -> None:
+    """For one-shot commands that start the app-server (doctor, capabilities --refresh):
+    its warnings are reported in the command's own result, not as stray stderr lines,
+    unless ``--debug`` asks for them."""
+    if G.debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    else:
+        logging.getLogger("boss_agent").addHandler(logging.NullHandler())
 
 
 def build_config(*, config_path: str | Path | None = None, **overrides: Any) -> Config:

@@ -133,7 +133,7 @@ async def setup(tmp_path: Path, codex_bin: str, codex_home: Path, notify: Notify
                 "BOSS_WORKSPACES": str(tmp_path)})
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
         ready = Setup(tmp_path, env, plane, notify, codex_home)
-        code, out, err = await ready.cli("pair", plane.create_pairing_code(), "--server", plane.url)
+        code, _, err = await ready.cli("pair", plane.create_pairing_code(), "--server", plane.url)
         assert code == 0, err
         try:
             yield ready
