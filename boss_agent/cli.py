@@ -1,24 +1,29 @@
 """The command line: thin typer commands that build the config and run one thing.
 
-Every command maps domain errors at this boundary: ``ConfigError`` is one line on
-stderr and exit 2, any other ``BossAgentError`` one line and exit 1. A traceback
-only with ``--debug``. Nothing here prints a token, a prompt or a home path.
+Every command maps errors through ``cli_support.guarded``: ``ConfigError`` is one line
+on stderr and exit 2, any other error one line and exit 1. A traceback only with
+``--debug``. Nothing here prints a token, a prompt or a home path.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from boss_agent import __version__
-from boss_agent.config import Config, load_config
-from boss_agent.errors import BossAgentError, ConfigError
+from boss_agent.cli_support import (
+    G,
+    build_config,
+    emit,
+    guarded,
+    quiet_logs,
+    render_pairs,
+)
+from boss_agent.errors import ConfigError
 
 app = typer.Typer(
     name="boss-agent",
@@ -27,16 +32,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-T = TypeVar("T")
-
-
-class _Globals:
-    config_path: str | None = None
-    debug: bool = False
-
-
-G = _Globals()
 
 
 def _version(value: bool) -> None:
@@ -57,69 +52,56 @@ def _root(
     G.debug = debug
 
 
-def guarded(fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn boss-agent errors into one clean line and an exit code."""
-    try:
-        return fn()
-    except ConfigError as exc:
-        if G.debug:
-            raise
-        typer.echo(f"boss-agent: config error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except BossAgentError as exc:
-        if G.debug:
-            raise
-        typer.echo(f"boss-agent: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-
-
-def build_config(**overrides: Any) -> Config:
-    return load_config(G.config_path, overrides=overrides)
-
-
-def emit(data: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:
-    if as_json:
-        typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
-        render(data)
-
-
-def _render_pairs(data: dict[str, Any]) -> None:
-    width = max(len(k) for k in data) if data else 0
-    for key, value in data.items():
-        if isinstance(value, list | tuple):
-            value = ", ".join(str(v) for v in value) or "-"
-        typer.echo(f"{key.ljust(width)}  {'-' if value is None else value}")
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 
 
 @app.command()
-def status(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
-    """Paired or not, daemon running or not, codex, discovery, tasks, spool."""
+def status(as_json: JsonOption = False) -> None:
+    """Paired or not, daemon running or not, codex, discovery, tasks, spool; no daemon round trip."""
     from boss_agent.status import collect_status
 
-    data = guarded(lambda: collect_status(build_config()))
-    emit(data, as_json, _render_pairs)
+    emit(guarded(lambda: collect_status(build_config())), as_json, render_pairs)
+
+
+def _render_checks(checks: list[dict[str, Any]]) -> None:
+    for check in checks:
+        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check["result"]]
+        line = f"[{mark}] {check['name']}: {check['detail']}"
+        if check["result"] != "ok" and check.get("fix"):
+            line += f"\n       fix: {check['fix']}"
+        typer.echo(line)
 
 
 @app.command()
-def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
-    """Check the set-up; exit 1 when any check fails."""
+def doctor(as_json: JsonOption = False) -> None:
+    """Check the set-up, each check ok / warn / fail with a fix; exit 1 when any check fails."""
     from boss_agent.doctor import run_checks
 
-    checks = run_checks(G.config_path)
-    if as_json:
-        typer.echo(json.dumps({"checks": checks}, indent=2))
-    else:
-        for check in checks:
-            mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check["result"]]
-            line = f"[{mark}] {check['name']}: {check['detail']}"
-            if check["result"] != "ok" and check.get("fix"):
-                line += f"\n       fix: {check['fix']}"
-            typer.echo(line)
+    quiet_logs()
+    checks = guarded(lambda: run_checks(G.config_path))
+    emit({"checks": checks}, as_json, lambda data: _render_checks(data["checks"]))
     if any(c["result"] == "fail" for c in checks):
         raise typer.Exit(1)
+
+
+@app.command()
+def capabilities(
+    as_json: JsonOption = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="run discovery now and save it")] = False,
+) -> None:
+    """The app-server's models, skills, plugins and apps as last discovered, and their age."""
+    from boss_agent.capabilities import (
+        cached_capabilities,
+        refresh_capabilities,
+        render,
+    )
+
+    def collect() -> dict[str, Any]:
+        quiet_logs()
+        config = build_config()
+        return asyncio.run(refresh_capabilities(config)) if refresh else cached_capabilities(config)
+
+    emit(guarded(collect), as_json, lambda data: render(data, typer.echo))
 
 
 @app.command()

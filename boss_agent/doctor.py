@@ -1,32 +1,74 @@
 """`boss-agent doctor`: each check says ok / warn / fail and, when not ok, a one-line fix.
 
-Checks never raise: a check that cannot run is itself a failed check.
+The checks, in order: the config parses; the codex binary is found (and is the
+tested version); the app-server initializes on the configured transport, auth
+included, and answers a cheap request; capability discovery runs; the server is
+reachable and accepts the device token; the state dir and token file are owner-only;
+Redis answers PING when the gateway is on; the service is installed.
+
+Each check is a small function that returns one ``Check``. Checks never raise: a
+check that crashes is itself a failed check (``_safely``), and every network check
+has its own bound, so doctor always finishes. Doctor changes nothing: its app-server
+runs in a scratch state dir, and the server check claims zero tasks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
-from collections.abc import Callable
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from boss_agent.codexbin import codex_version, find_codex
 from boss_agent.config import Config, load_config
-from boss_agent.errors import BossAgentError
+from boss_agent.errors import (
+    BossAgentError,
+    BossApiError,
+    BossUnreachable,
+    ServiceError,
+    Unauthorized,
+)
+from boss_agent.identity import TOKEN_FILE, load_identity
+from boss_agent.progress.sanitize import mask_secrets
 
 Check = dict[str, Any]
 
+TESTED_CODEX_VERSION = "0.171.0"  # the codex release boss-agent is pinned to and tested with
+# Bound for one request to a running app-server; its own start is bounded by
+# appserver.client.STARTUP_TIMEOUT_S.
+APP_SERVER_REQUEST_S = 20.0
+SERVER_TIMEOUT_S = 15.0  # a reachable control plane answers a zero-slot claim in milliseconds
+REDIS_TIMEOUT_S = 3.0  # PING on a reachable Redis is sub-millisecond; don't make doctor hang
+CRASH_CHARS = 160  # a crashed check's message is one short line
+PAIR_FIX = "boss-agent pair CODE --server URL (or boss-agent up for the local control plane)"
+
 
 def _check(name: str, result: str, detail: str, fix: str = "") -> Check:
-    return {"name": name, "result": result, "detail": detail, "fix": fix}
+    return {"name": name, "result": result, "detail": mask_secrets(_home(detail)), "fix": _home(fix)}
+
+
+def _home(text: str) -> str:
+    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
+    home = str(Path.home())
+    return text.replace(home, "~") if home not in ("", "/") else text
+
+
+# ----------------------------------------------------------------- local checks
 
 
 def check_codex(config: Config) -> Check:
     try:
-        path = find_codex(config.codex.bin)
-        return _check("codex", "ok", f"codex {codex_version(path)}")
+        version = codex_version(find_codex(config.codex.bin))
     except BossAgentError as exc:
         return _check("codex", "fail", str(exc), "npm install -g @openai/codex, or set codex.bin")
+    if version != TESTED_CODEX_VERSION:
+        return _check("codex", "warn", f"codex {version} (tested with {TESTED_CODEX_VERSION})",
+                      f"npm install -g @openai/codex@{TESTED_CODEX_VERSION}")
+    return _check("codex", "ok", f"codex {version}")
 
 
 def check_state_dir(config: Config) -> Check:
@@ -35,33 +77,181 @@ def check_state_dir(config: Config) -> Check:
         return _check("state dir", "warn", "not created yet", "it is created on first `run` or `pair`")
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
-        return _check("state dir", "fail", f"permissions {mode:o} let others read it",
-                      f"chmod 700 {path}")
+        return _check("state dir", "fail", f"permissions {mode:o} let others read it", f"chmod 700 {path}")
     if not os.access(path, os.W_OK):
         return _check("state dir", "fail", "not writable", f"check the owner of {path}")
+    token = path / TOKEN_FILE
+    if token.exists():
+        token_mode = stat.S_IMODE(token.stat().st_mode)
+        if token_mode & 0o077:
+            return _check("state dir", "fail", f"the token file has permissions {token_mode:o}",
+                          f"chmod 600 {token}")
+        return _check("state dir", "ok", f"permissions {mode:o}, token file {token_mode:o}")
     return _check("state dir", "ok", f"permissions {mode:o}")
 
 
-def check_server(config: Config) -> Check:
-    if not config.server_url:
-        return _check("server", "warn", "no server configured (not paired)",
-                      "boss-agent pair CODE --server URL, or boss-agent up")
-    return _check("server", "ok", config.server_url)
+def check_service(config: Config) -> Check:
+    from boss_agent.service.manager import service_status
+
+    try:
+        status = service_status(config)
+    except ServiceError as exc:
+        return _check("service", "warn", str(exc), "run `boss-agent run` under your own supervisor")
+    if not status["installed"]:
+        return _check("service", "warn", "not installed", "boss-agent service install")
+    return _check("service", "ok", f"{status['manager']} ({status['scope']}): "
+                                   f"{status.get('enabled')}, {status.get('active')}")
 
 
-CHECKS: tuple[Callable[[Config], Check], ...] = (check_codex, check_state_dir, check_server)
+# ----------------------------------------------------------------- network checks
 
 
-def run_checks(config_path: str | None) -> list[Check]:
+async def check_app_server(config: Config) -> list[Check]:
+    """Start the app-server as the daemon would; one cheap request; one discovery."""
+    from boss_agent.appserver.client import AppServer
+    from boss_agent.appserver.discovery import discover
+
+    transport = config.codex.app_server_transport
+    with tempfile.TemporaryDirectory(prefix="boss-doctor-") as scratch:
+        async with AppServer.from_config(replace(config, state_dir=Path(scratch))) as app:
+            try:
+                async with asyncio.timeout(APP_SERVER_REQUEST_S):
+                    client = await app.client()
+                    account = await client.call("account/read", {})
+            except (BossAgentError, TimeoutError) as exc:
+                failed = _check("app-server", "fail", f"{transport}: {_why(exc)}",
+                                "boss-agent --debug capabilities --refresh shows the details")
+                return [failed, _check("discovery", "fail", "not tried: no app-server",
+                                       "fix the app-server check first")]
+            status = app.status
+            first = _app_server_check(transport, status, account)
+            try:
+                async with asyncio.timeout(APP_SERVER_REQUEST_S):
+                    metadata = await discover(client, status.get("version") or "unknown")
+            except (BossAgentError, TimeoutError) as exc:
+                return [first, _check("discovery", "fail", _why(exc), "boss-agent --debug capabilities "
+                                      "--refresh shows the error")]
+    return [first, _discovery_check(metadata)]
+
+
+def _app_server_check(transport: str, status: dict[str, Any], account: dict[str, Any]) -> Check:
+    if status.get("fallbackFrom"):
+        return _check("app-server", "fail",
+                      f"{transport} failed ({status.get('error')}); the daemon would fall back to stdio",
+                      "check codex.app_server_url and its auth token/secret files")
+    detail = f"initialized over {status.get('transport')}"
+    if account.get("requiresOpenaiAuth") and not account.get("account"):
+        return _check("app-server", "warn", detail + ", but codex is not logged in", "codex login")
+    return _check("app-server", "ok", detail)
+
+
+def _discovery_check(metadata: dict[str, Any]) -> Check:
+    counts = {key: len(metadata.get(key) or []) for key in ("models", "skills", "plugins", "apps")}
+    detail = ", ".join(f"{n} {key}" for key, n in counts.items())
+    if not counts["models"]:
+        return _check("discovery", "warn", detail, "codex login, or check the model provider in codex's config")
+    return _check("discovery", "ok", f"{detail}; default model {metadata.get('defaultModel')}")
+
+
+async def check_server(config: Config) -> Check:
+    """An authenticated call that changes nothing: a claim of zero slots, no waiting."""
+    from boss_agent.sources.boss.api import BossApi
+    from boss_agent.sources.boss.retry import RetryPolicy
+
+    try:
+        identity = load_identity(config.state_dir)
+    except BossAgentError as exc:
+        return _check("server", "fail", str(exc), PAIR_FIX)
+    if identity is None:
+        return _check("server", "warn", "not paired", PAIR_FIX)
+    body = {"deviceId": identity.device_id, "slots": 0, "waitMs": 0}
+    once = RetryPolicy(give_up_after_s=0.0)  # doctor reports the first answer; no retries
+    try:
+        async with BossApi(identity.server_url, device_id=identity.device_id, token=identity.token,
+                           policy=once) as api, asyncio.timeout(SERVER_TIMEOUT_S):
+            await api.call("POST", "/api/v1/master-agent/tasks/claim", body)
+    except Unauthorized:
+        return _check("server", "fail", f"{identity.server_url} rejected the device token",
+                      f"token revoked, pair again: {PAIR_FIX}")
+    except (BossUnreachable, TimeoutError) as exc:
+        return _check("server", "fail", f"{identity.server_url} is unreachable ({_why(exc)})",
+                      "check server.url and the network; is the control plane running?")
+    except BossApiError as exc:
+        return _check("server", "warn", f"{identity.server_url} answered {exc}",
+                      "check that the server speaks the Boss device API v1")
+    return _check("server", "ok", f"{identity.server_url}, token accepted")
+
+
+async def check_redis(config: Config) -> Check:
+    if not config.gateway.enabled:
+        return _check("redis", "ok", "gateway off; not needed")
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError
+
+    client = aioredis.Redis.from_url(config.gateway.redis_url, socket_connect_timeout=REDIS_TIMEOUT_S,
+                                     socket_timeout=REDIS_TIMEOUT_S)
+    try:
+        async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
+            await client.ping()
+    except (RedisError, OSError, TimeoutError) as exc:
+        return _check("redis", "fail", f"{config.gateway.redis_url}: {_why(exc)}",
+                      "start Redis, or fix gateway.redis_url, or set gateway.enabled = false")
+    finally:
+        await client.aclose()
+    return _check("redis", "ok", f"{config.gateway.redis_url} answers PING")
+
+
+# ----------------------------------------------------------------- running them
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return (text or exc.__class__.__name__)[:CRASH_CHARS]
+
+
+def _crashed(name: str, exc: BaseException) -> Check:
+    return _check(name, "fail", f"check crashed: {exc.__class__.__name__}: {_why(exc)}",
+                  "run with --debug and report it")
+
+
+def _safely(name: str, check: Callable[[], Check]) -> Check:
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - a broken check is reported, never a traceback
+        return _crashed(name, exc)
+
+
+async def _safely_async(names: list[str], check: Callable[[], Awaitable[Any]]) -> list[Check]:
+    try:
+        result = await check()
+    except Exception as exc:  # noqa: BLE001 - same rule for the network checks
+        return [_crashed(name, exc) for name in names]
+    return result if isinstance(result, list) else [result]
+
+
+async def _network_checks(config: Config, codex_ok: bool) -> list[Check]:
+    results: list[Check] = []
+    if codex_ok:
+        results += await _safely_async(["app-server", "discovery"], lambda: check_app_server(config))
+    else:
+        fix = "fix the codex check first"
+        results += [_check("app-server", "fail", "not tried: no usable codex", fix),
+                    _check("discovery", "fail", "not tried: no usable codex", fix)]
+    results += await _safely_async(["server"], lambda: check_server(config))
+    results += await _safely_async(["redis"], lambda: check_redis(config))
+    return results
+
+
+def run_checks(config_path: str | Path | None) -> list[Check]:
+    """Every check, in order; never raises."""
     try:
         config = load_config(config_path)
     except BossAgentError as exc:
         return [_check("config", "fail", str(exc), "fix the key named above (see config.example.toml)")]
     results = [_check("config", "ok", str(config.config_path or "defaults (no config file)"))]
-    for check in CHECKS:
-        try:
-            results.append(check(config))
-        except Exception as exc:  # a broken check is reported, never a traceback
-            results.append(_check(check.__name__.removeprefix("check_"), "fail",
-                                  f"check crashed: {exc.__class__.__name__}"))
+    codex = _safely("codex", lambda: check_codex(config))
+    results.append(codex)
+    results += asyncio.run(_network_checks(config, codex["result"] != "fail"))
+    results.append(_safely("state dir", lambda: check_state_dir(config)))
+    results.append(_safely("service", lambda: check_service(config)))
     return results

@@ -2,21 +2,23 @@
 
 The main CLI mounts them (``app.add_typer(service_app, name="service")`` and
 ``app.command("logs")(logs_command)``). Each builds the config, calls one function
-from ``plan`` / ``manager`` / ``logview``, and maps errors to one line on stderr:
-exit 2 for configuration errors, 1 for everything else.
+from ``plan`` / ``manager`` / ``logview``, and maps errors through the CLI's one error
+boundary (``cli_support.guarded``): one line on stderr, exit 2 for configuration
+errors, 1 for everything else. The config is the root ``--config``
+(``boss-agent --config X service install``); a subcommand's own ``--config`` still
+works and wins.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from boss_agent.config import Config, load_config
-from boss_agent.errors import BossAgentError, ConfigError
+from boss_agent.cli_support import build_config, guarded
+from boss_agent.config import Config
 from boss_agent.service.logview import iter_log_lines
 from boss_agent.service.manager import service_status
 from boss_agent.service.plan import InstallPlan, apply, plan_install, plan_uninstall
@@ -27,26 +29,16 @@ service_app = typer.Typer(
 )
 
 ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="config file (default: the user config dir)")
+    Path | None, typer.Option("--config", help="config file (default: the root --config, else the "
+                                               "user config dir)")
 ]
 SystemOption = Annotated[
     bool, typer.Option("--system/--user", help="system-wide service instead of a user one")
 ]
 
 
-def _guarded[T](action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except BossAgentError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-
-
 def _load(config: Path | None) -> Config:
-    return _guarded(lambda: load_config(config))
+    return guarded(lambda: build_config(config_path=config))
 
 
 def _carry_out(plan: InstallPlan, dry_run: bool) -> None:
@@ -55,7 +47,7 @@ def _carry_out(plan: InstallPlan, dry_run: bool) -> None:
         return
     for warning in plan.warnings:
         typer.echo(f"warning: {warning}", err=True)
-    _guarded(lambda: apply(plan))
+    guarded(lambda: apply(plan))
     typer.echo(f"{plan.action}ed the {plan.kind}: {plan.service_file}")
 
 
@@ -67,7 +59,7 @@ def install(
 ) -> None:
     """Write the unit (or plist) and enable and start it."""
     cfg = _load(config)
-    _carry_out(_guarded(lambda: plan_install(cfg, system=system)), dry_run)
+    _carry_out(guarded(lambda: plan_install(cfg, system=system)), dry_run)
 
 
 @service_app.command("uninstall")
@@ -78,7 +70,7 @@ def uninstall(
 ) -> None:
     """Stop and disable the service and remove its file."""
     cfg = _load(config)
-    _carry_out(_guarded(lambda: plan_uninstall(cfg, system=system)), dry_run)
+    _carry_out(guarded(lambda: plan_uninstall(cfg, system=system)), dry_run)
 
 
 @service_app.command("status")
@@ -89,7 +81,7 @@ def status(
 ) -> None:
     """Is the service installed, enabled and running?"""
     cfg = _load(config)
-    result = _guarded(lambda: service_status(cfg, system=system))
+    result = guarded(lambda: service_status(cfg, system=system))
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return

@@ -1,0 +1,101 @@
+"""What every typer command shares: the root options, the error boundary, output.
+
+``G`` holds the root options (``--config``, ``--debug``) that the root callback in
+``cli.py`` sets before any subcommand runs; subcommand groups mounted from other
+packages (``service``) read them here instead of declaring their own. ``guarded``
+is the one place where exceptions become exit codes: ``ConfigError`` is one line on
+stderr and exit 2, any other error one line and exit 1; a traceback only with
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.exceptions import Abort, Exit, TyperException
+
+from boss_agent.config import Config, load_config
+from boss_agent.errors import BossAgentError, ConfigError
+from boss_agent.progress.sanitize import mask_secrets
+
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C
+
+
+class Globals:
+    """The root command's options, for every subcommand."""
+
+    config_path: str | Path | None = None
+    debug: bool = False
+
+
+G = Globals()
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"boss-agent: {mask_secrets(message)}", err=True)
+    return typer.Exit(code)
+
+
+def guarded[T](fn: Callable[[], T]) -> T:
+    """Run ``fn``; turn errors into one clean line on stderr and an exit code."""
+    try:
+        return fn()
+    except (Exit, Abort, TyperException):
+        raise  # typer's own exits and usage errors keep their codes
+    except ConfigError as exc:
+        if G.debug:
+            raise
+        raise _fail(f"config error: {exc}", EXIT_CONFIG) from None
+    except BossAgentError as exc:
+        if G.debug:
+            raise
+        raise _fail(str(exc), EXIT_FAILED) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # a bug: still one line, the traceback behind --debug
+        if G.debug:
+            raise
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise _fail(f"internal error: {exc.__class__.__name__}: {detail} (run with --debug for "
+                    "the traceback)", EXIT_FAILED) from None
+
+
+def quiet_logs() -> None:
+    """For one-shot commands that start the app-server (doctor, capabilities --refresh):
+    its warnings are reported in the command's own result, not as stray stderr lines,
+    unless ``--debug`` asks for them."""
+    if G.debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    else:
+        logging.getLogger("boss_agent").addHandler(logging.NullHandler())
+
+
+def build_config(*, config_path: str | Path | None = None, **overrides: Any) -> Config:
+    """The config from ``config_path`` (else the root ``--config``), env and ``overrides``."""
+    return load_config(config_path or G.config_path, overrides=overrides)
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    """``--json``: the data as indented JSON; otherwise ``render`` draws it."""
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        render(data)
+
+
+def render_pairs(data: dict[str, Any]) -> None:
+    """``key  value`` lines; lists joined by commas, None as ``-``."""
+    width = max(len(k) for k in data) if data else 0
+    for key, value in data.items():
+        if isinstance(value, list | tuple):
+            value = ", ".join(str(v) for v in value) or "-"
+        elif isinstance(value, bool):
+            value = "yes" if value else "no"
+        typer.echo(f"{key.ljust(width)}  {'-' if value is None else value}")

@@ -1,0 +1,151 @@
+"""`boss-agent doctor` against real peers: the real codex app-server (scripted model),
+a real ControlPlane on loopback (a revoked token, a closed port), a real
+redis-server (and a port where none listens). Each check says ok / warn / fail and
+gives a fix; any fail exits 1; a check that crashes is a failed check, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boss_agent import doctor
+from boss_agent.controlplane import ControlPlane
+from boss_agent.identity import Identity, save_identity
+from tests.conftest import REPO, RedisProcess, free_port
+
+pytestmark = pytest.mark.codex
+CLI_TIMEOUT_S = 90  # doctor starts codex and runs discovery
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
+        yield cp
+
+
+def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "config.toml").touch()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOSS_", "XDG_"))}
+    env.update({"HOME": str(tmp_path / "home"), "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
+                "BOSS_STATE_DIR": str(tmp_path / "state")}, **extra)
+    return env
+
+
+async def run_doctor(env: dict[str, str]) -> tuple[int, dict[str, dict[str, Any]], str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "boss_agent", "doctor", "--json", cwd=REPO, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
+    assert "Traceback" not in err.decode()
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert proc.returncode is not None
+    return proc.returncode, checks, out.decode()
+
+
+async def pair(env: dict[str, str], plane: ControlPlane) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "boss_agent", "pair", plane.create_pairing_code(), "--server", plane.url,
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
+    assert proc.returncode == 0, err
+
+
+async def test_a_paired_healthy_machine_passes_every_check_but_the_service(
+    tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, redis_server: RedisProcess,
+) -> None:
+    env = base_env(tmp_path, BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home),
+                   BOSS_GATEWAY_ENABLED="true", BOSS_REDIS_URL=redis_server.url)
+    await pair(env, plane)
+    code, checks, out = await run_doctor(env)
+    assert [c for c in checks.values() if c["result"] == "fail"] == []
+    assert code == 0
+    assert checks["codex"] == {"name": "codex", "result": "ok", "detail": "codex 0.171.0", "fix": ""}
+    assert checks["app-server"]["result"] == "ok" and "stdio" in checks["app-server"]["detail"]
+    assert checks["discovery"]["result"] == "ok" and "default model" in checks["discovery"]["detail"]
+    assert checks["server"]["result"] == "ok" and "token accepted" in checks["server"]["detail"]
+    assert checks["redis"]["result"] == "ok"
+    assert checks["state dir"]["result"] == "ok"
+    assert checks["service"]["result"] == "warn" and checks["service"]["fix"] == "boss-agent service install"
+    assert not plane.tasks()  # doctor claimed nothing
+    assert str(tmp_path / "home") not in out
+
+
+async def test_a_revoked_token_fails_with_pair_again_and_exit_1(
+    tmp_path: Path, plane: ControlPlane,
+) -> None:
+    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
+    await pair(env, plane)
+    plane.revoke_device(plane.devices()[0]["deviceId"])
+    code, checks, _ = await run_doctor(env)
+    assert code == 1
+    assert checks["server"]["result"] == "fail" and "pair again" in checks["server"]["fix"]
+    assert checks["codex"]["result"] == "fail" and "@openai/codex" in checks["codex"]["fix"]
+    assert checks["app-server"]["result"] == "fail" and "not tried" in checks["app-server"]["detail"]
+
+
+async def test_an_unreachable_server_and_a_silent_redis_fail_with_a_fix(tmp_path: Path) -> None:
+    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), BOSS_GATEWAY_ENABLED="true",
+                   BOSS_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    save_identity(tmp_path / "state", Identity(f"http://127.0.0.1:{free_port()}", "dev_1", "tok_x"))
+    code, checks, _ = await run_doctor(env)
+    assert code == 1
+    assert checks["server"]["result"] == "fail" and "unreachable" in checks["server"]["detail"]
+    assert checks["redis"]["result"] == "fail" and "gateway.enabled" in checks["redis"]["fix"]
+
+
+def test_an_open_state_dir_or_token_file_fails_with_the_chmod_that_fixes_it(tmp_path: Path) -> None:
+    config = doctor.load_config(None, overrides={"state_dir": str(tmp_path / "state")}, environ={})
+    save_identity(config.state_dir, Identity("http://127.0.0.1:9", "dev_1", "tok_x"))
+    assert doctor.check_state_dir(config)["result"] == "ok"
+    (config.state_dir / "device_token").chmod(0o644)
+    token = doctor.check_state_dir(config)
+    assert token["result"] == "fail" and token["fix"].startswith("chmod 600 ")
+    config.state_dir.chmod(0o755)
+    state = doctor.check_state_dir(config)
+    assert state["result"] == "fail" and state["fix"] == f"chmod 700 {config.state_dir}"
+
+
+def test_a_codex_other_than_the_tested_version_is_a_warning(tmp_path: Path) -> None:
+    # A stand-in `codex` that only prints another version: no other release is installed here.
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")
+    fake.chmod(0o755)
+    config = doctor.load_config(None, overrides={"codex.bin": str(fake)}, environ={})
+    check = doctor.check_codex(config)
+    assert check["result"] == "warn" and "0.170.0" in check["detail"]
+    assert check["fix"] == f"npm install -g @openai/codex@{doctor.TESTED_CODEX_VERSION}"
+
+
+def test_a_check_that_crashes_is_reported_failed_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(_config: Any) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(doctor, "check_service", broken)
+    monkeypatch.setenv("BOSS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("BOSS_CODEX_BIN", str(tmp_path / "no-codex"))
+    monkeypatch.setenv("BOSS_AGENT_CONFIG", str(tmp_path / "config.toml"))
+    (tmp_path / "config.toml").touch()
+    checks = {c["name"]: c for c in doctor.run_checks(None)}
+    assert checks["service"]["result"] == "fail"
+    assert checks["service"]["detail"] == "check crashed: RuntimeError: boom"
+    assert checks["config"]["result"] == "ok"
+
+
+def test_a_bad_config_is_the_one_failed_check(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_concurrent_tasks = 0\n")
+    checks = doctor.run_checks(bad)
+    assert [c["name"] for c in checks] == ["config"]
+    assert checks[0]["result"] == "fail" and "max_concurrent_tasks" in checks[0]["detail"]
