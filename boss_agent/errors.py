@@ -63,7 +63,7 @@ class AlreadyRunning(StateError):
     def __init__(self, pid: int | None) -> None:
         self.pid = pid
         who = f"pid {pid}" if pid else "another process"
-        super().__init__(f"boss-agent is already running ({who})")
+        super().__init__(f"the daemon is already running ({who}) on this state dir")
 
 
 class AppServerError(BossAgentError):

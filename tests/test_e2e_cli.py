@@ -127,7 +127,6 @@ async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess
     assert str(up.root) not in out, "status shows no absolute home or state path"
 
 
-@pytest.mark.xfail(reason="status does not read the daemon's state file on main yet (branch ops)", strict=False)
 async def test_status_json_while_up_runs_shows_the_device_paired_and_the_daemon_running(up: UpProcess):
     code, out, err = await up.run_cli("status", "--json")
     status = json.loads(out)
