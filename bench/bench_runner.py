@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import statistics
 import tempfile
 import time
@@ -30,6 +31,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bench.bench_appserver import WARMUP, DirectClient, measure
 from bench.bench_daemon import NullSink, codex_bin
@@ -193,6 +196,21 @@ async def bare_turn(app: AppServer, env: Env) -> None:
                 return
 
 
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds of the codex child's process tree (its reaped children included)."""
+    if pid is None:
+        return 0.0
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in (root, *root.children(recursive=True)):
+        try:  # per-thread shell snapshots come and go
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 async def _seq_and_conc(tasks: int, one: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
     async def sequential() -> None:
         for index in range(tasks):
@@ -213,11 +231,20 @@ async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS
         async with env.app_server() as app:
             runner = env.runner(app)
             await run_task(runner, env.task("warmup"))  # the first thread of a child is slower
+            cpu_before = _cpu_s(app.child_pid), time.process_time()
             seq_s, conc_s = await _seq_and_conc(
                 tasks, lambda i: run_task(runner, env.task(f"task_{i}_{time.monotonic_ns()}")))
+            codex_cpu = _cpu_s(app.child_pid) - cpu_before[0]
+            own_cpu = time.process_time() - cpu_before[1]
             bare_seq_s, bare_conc_s = await _seq_and_conc(tasks, lambda _: bare_turn(app, env))
     return {"tasks": tasks, "sequential_s": round(seq_s, 3), "concurrent_s": round(conc_s, 3),
             "speedup": round(seq_s / conc_s, 2),
+            # CPU per task explains the speed-up on a small machine: 8 turns at once are
+            # bound by codex's CPU per turn, not by waiting on the model.
+            "codex_cpu_ms_per_task": round(codex_cpu / (2 * tasks) * 1000, 1),
+            # This process: the runner, the client and the scripted model's server threads.
+            "bench_process_cpu_ms_per_task": round(own_cpu / (2 * tasks) * 1000, 1),
+            "cpus": os.cpu_count(),
             "bare_client_sequential_s": round(bare_seq_s, 3),
             "bare_client_concurrent_s": round(bare_conc_s, 3),
             "bare_client_speedup": round(bare_seq_s / bare_conc_s, 2),
