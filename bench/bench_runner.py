@@ -40,7 +40,7 @@ from boss_agent import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
 from boss_agent.config import Config, load_config
-from boss_agent.runner import Runner
+from boss_agent.runner import Runner, gitfacts
 from boss_agent.runner.policy import resolve_policy
 from boss_agent.tasks import Task, TaskResult
 
@@ -146,6 +146,17 @@ class DirectTaskDriver:
         await self.client.turn(thread)
 
 
+class FactsDriver:
+    """Only the runner's after-turn work (git facts, artifact scan), to show its share."""
+
+    def __init__(self, env: Env) -> None:
+        self.workdir = env.workdir
+
+    async def task(self) -> None:
+        await gitfacts.branch_facts(self.workdir, "missing")
+        await asyncio.to_thread(gitfacts.find_artifacts, self.workdir, time.time())
+
+
 @contextlib.asynccontextmanager
 async def direct_client(env: Env) -> AsyncIterator[DirectClient]:
     client = await DirectClient.start(env.codex, env.home, env.workdir)
@@ -169,11 +180,12 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP)
         async with env.app_server() as app, direct_client(env) as client:
             direct = DirectTaskDriver(env, client)
             await direct.setup()
-            drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app))}
+            drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app)),
+                       "facts": FactsDriver(env)}
             times = await measure(drivers, "task", samples, warmup)
     runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
     return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
-            "samples": samples}
+            "after_turn_facts_ms": _ms(times["facts"]), "samples": samples}
 
 
 # ----------------------------------------------------------------- concurrency
