@@ -1,1 +1,2 @@
-"""Benchmarks: `python -m bench.<name>`."""
+"""Benchmarks: ``python -m bench`` (the whole side-by-side table, ``--quick`` for a smoke),
+or one measurement alone with ``python -m bench.<name>``."""
