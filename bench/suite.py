@@ -58,9 +58,10 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(appserver_requests=10, appserver_turns=2, runner_samples=2, warmup=1, stream_chunks=10,
-              stream_delay_s=0.01, card_messages=5000, card_rounds=1, serialize_samples=200, storm_s=1.0, idle_window_s=2.0, daemon_tasks=1,
-              gateway_events=300, gateway_tasks=50, xadd_requests=2000, reuse_samples=1)
+QUICK = Sizes(appserver_requests=10, appserver_turns=2, runner_samples=2, warmup=1, concurrent_tasks=4,
+              stream_chunks=10, stream_delay_s=0.01, card_messages=5000, card_rounds=1, serialize_samples=200,
+              storm_s=1.0, idle_window_s=2.0, daemon_tasks=1, gateway_events=100,
+              gateway_tasks=20, xadd_requests=2000, reuse_samples=1)
 
 
 @dataclass
@@ -174,7 +175,7 @@ GROUPS: tuple[Group, ...] = (
                      ("2b", "whole task: daemon + local control plane vs runner direct"),
                      ("6", "idle daemon (heartbeats, long polls): RSS and CPU")),
           _async(lambda s: bench_daemon.bench(s.idle_window_s, s.daemon_tasks)), _daemon_cells),
-    Group("concurrency", (("3", "8 tasks on one shared app-server: concurrent vs sequential"),),
+    Group("concurrency", (("3", "tasks on one shared app-server (8; --quick: 4): concurrent vs sequential"),),
           _async(lambda s: bench_runner.concurrency(s.concurrent_tasks, s.stream_chunks, s.stream_delay_s)),
           _concurrency_cells),
     Group("card", (("4", "card reducer + serializer vs json.loads, same transcript"),),
