@@ -1,1 +1,2 @@
-"""Benchmarks: run one with ``python -m bench.<name>``; each returns a dict of results."""
+"""Benchmarks: ``python -m bench`` (the whole side-by-side table, ``--quick`` for a smoke),
+or one measurement alone with ``python -m bench.<name>``."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -23,10 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_daemon import codex_bin
 from boss_agent import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
-from boss_agent.codexbin import child_environment, find_codex, resolve_native
+from boss_agent.codexbin import child_environment, resolve_native
 from boss_agent.config import load_config
 
 REQUESTS = 200
@@ -122,19 +122,21 @@ class DirectDriver:
         await self.client.turn(self.thread)
 
 
-async def measure(drivers: dict[str, Any], op: str, count: int) -> dict[str, list[float]]:
+async def measure(drivers: dict[str, Any], op: str, count: int,
+                  warmup: int = WARMUP) -> dict[str, list[float]]:
     """Alternate the drivers sample by sample, so drift and order affect both alike."""
     samples: dict[str, list[float]] = {name: [] for name in drivers}
-    for i in range(WARMUP + count):
+    for i in range(warmup + count):
         for name, driver in drivers.items():
             start = time.perf_counter()
             await getattr(driver, op)()
-            if i >= WARMUP:
+            if i >= warmup:
                 samples[name].append(time.perf_counter() - start)
     return samples
 
 
-async def compare(codex: str, home: Path, cwd: Path, state: Path) -> dict[str, dict[str, list[float]]]:
+async def compare(codex: str, home: Path, cwd: Path, state: Path, requests: int = REQUESTS,
+                  turns: int = TURNS, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
     settings = load_config(overrides={"codex.bin": codex}, environ={}).codex
     direct_client = await DirectClient.start(codex, home, cwd)
     async with AppServer(settings, state_dir=state, codex_home=home) as app, asyncio.TaskGroup() as tg:
@@ -142,8 +144,8 @@ async def compare(codex: str, home: Path, cwd: Path, state: Path) -> dict[str, d
         drivers = {"direct": DirectDriver(direct_client), "boss": BossDriver(app)}
         for driver in drivers.values():
             await driver.setup(cwd)
-        results = {"request": await measure(drivers, "request", REQUESTS),
-                   "turn": await measure(drivers, "turn", TURNS)}
+        results = {"request": await measure(drivers, "request", requests, warmup),
+                   "turn": await measure(drivers, "turn", turns, warmup)}
         assert direct_client.proc.stdin
         direct_client.proc.stdin.close()
         await direct_client.proc.wait()
@@ -156,18 +158,18 @@ def _row(direct: list[float], boss: list[float]) -> dict[str, float]:
     return {"direct_ms": round(d, 3), "boss_agent_ms": round(b, 3), "ratio": round(b / d, 2)}
 
 
-async def run() -> dict[str, Any]:
-    codex = os.environ.get("BOSS_TEST_CODEX_BIN") or find_codex()
+async def run(requests: int = REQUESTS, turns: int = TURNS, warmup: int = WARMUP) -> dict[str, Any]:
+    codex = codex_bin()
     with tempfile.TemporaryDirectory(prefix="bench-appserver-") as tmp, sm.ScriptedModel() as model:
         root = Path(tmp)
         cwd = root / "work"
         cwd.mkdir()
         home = sm.write_codex_home(root / "home", model.base_url)
-        samples = await compare(codex, home, cwd, root / "state")
+        samples = await compare(codex, home, cwd, root / "state", requests, turns, warmup)
     request, turn = samples["request"], samples["turn"]
     return {"warm_request_config_read": _row(request["direct"], request["boss"]),
             "warm_turn": _row(turn["direct"], turn["boss"]),
-            "samples": {"requests": REQUESTS, "turns": TURNS}}
+            "samples": {"requests": requests, "turns": turns}}
 
 
 def print_table(results: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ import psutil
 
 from boss_agent import scripted_model as sm
 from boss_agent.appserver.client import AppServer
+from boss_agent.codexbin import find_codex
 from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
 from boss_agent.runner import Runner
@@ -71,12 +72,13 @@ class NullSink:
         return "decline"
 
 
-def _codex_bin() -> str:
+def codex_bin() -> str:
+    """BOSS_TEST_CODEX_BIN, else the repo's pinned codex (scripts/test.sh), else the usual search."""
     for candidate in (os.environ.get("BOSS_TEST_CODEX_BIN"),
                       str(REPO / ".tools" / "node_modules" / ".bin" / "codex")):
         if candidate and os.path.exists(candidate):
             return candidate
-    return "codex"
+    return find_codex()
 
 
 def _footprint(proc: psutil.Process, window_s: float) -> dict[str, float]:
@@ -143,7 +145,7 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
         workdir.mkdir()
         (root / "config.toml").touch()
         settings = {"state_dir": str(root / "state"), "workspaces": [str(root)],
-                    "codex.bin": _codex_bin()}
+                    "codex.bin": codex_bin()}
         config = load_config(root / "config.toml", overrides=settings, environ={})
         async with ControlPlane(root / "cp" / "boss.db") as cp:
             await pair_device(config.state_dir, cp.url, cp.create_pairing_code())

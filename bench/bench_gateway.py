@@ -71,28 +71,28 @@ def _start_redis(port: int, directory: str) -> subprocess.Popen[bytes]:
     raise RuntimeError("redis-server did not start")
 
 
-def _redis_benchmark(port: int, clients: int) -> float:
+def _redis_benchmark(port: int, clients: int, requests: int = XADD_REQUESTS) -> float:
     out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-n", str(XADD_REQUESTS), "-c", str(clients), "-q",
+        ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(clients), "-q",
          "XADD", "bench", "*", "data", "x"],
         capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True).stdout
     found = re.findall(r"([\d.]+) requests per second", out.replace("\r", "\n"))
     return float(found[-1])
 
 
-async def _events_per_s(url: str) -> float:
+async def _events_per_s(url: str, events: int = EVENTS) -> float:
     redis = aioredis.Redis.from_url(url)
     ctx = wire.EventContext("bench-session", "trace", AGENT, "msg-bench")
     publisher = Publisher(redis, ctx, FAST_POLICY, sub_agent=False)
     start = time.perf_counter()
-    for i in range(EVENTS):
+    for i in range(events):
         await publisher.write(wire.event(ctx, wire.ANSWER_DELTA, f"chunk {i}", wire.CT_TEXT))
     elapsed = time.perf_counter() - start
     await redis.aclose()
-    return EVENTS / elapsed
+    return events / elapsed
 
 
-async def _tasks_per_s(url: str) -> float:
+async def _tasks_per_s(url: str, tasks: int = TASKS) -> float:
     config = load_config(overrides={"gateway.redis_url": url, "gateway.agent_types": [AGENT]},
                          environ={})
     gateway = Gateway(config, NoopRunner(), worker_id="bench-worker", max_concurrent=MAX_CONCURRENT,
@@ -103,7 +103,7 @@ async def _tasks_per_s(url: str) -> float:
         runner = tg.create_task(gateway.run(ready))
         await asyncio.wait_for(ready.wait(), START_TIMEOUT_S)
         pipe = redis.pipeline(transaction=False)
-        for i in range(TASKS):
+        for i in range(tasks):
             command = {"action_type": "ASK_AGENT", "header": {
                 "message_id": f"msg-{i}", "session_id": f"bench-{i % 50}", "trace_id": "t",
                 "target_agent_type": AGENT}, "body": {"content": "noop", "wait_for_reply": False}}
@@ -111,37 +111,42 @@ async def _tasks_per_s(url: str) -> float:
         start = time.perf_counter()
         await pipe.execute()
         async with asyncio.timeout(RUN_TIMEOUT_S):
-            while gateway.status["counts"].get("completed", 0) < TASKS:
+            while gateway.status["counts"].get("completed", 0) < tasks:
                 await asyncio.sleep(0.01)  # a benchmark poll, not a test wait
         elapsed = time.perf_counter() - start
         runner.cancel()
     await redis.aclose()
-    return TASKS / elapsed
+    return tasks / elapsed
 
 
-def main() -> dict[str, float]:
+def run(events: int = EVENTS, tasks: int = TASKS, xadd_requests: int = XADD_REQUESTS) -> dict[str, float]:
+    """Measure on a fresh redis-server; return the numbers (``main`` prints them)."""
     logging.getLogger("boss_agent").setLevel(logging.ERROR)
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
     with tempfile.TemporaryDirectory() as directory:
         server = _start_redis(port, directory)
         try:
-            events = asyncio.run(_events_per_s(url))
-            tasks = asyncio.run(_tasks_per_s(url))
-            xadd_50 = _redis_benchmark(port, 50)
-            xadd_1 = _redis_benchmark(port, 1)
+            events_s = asyncio.run(_events_per_s(url, events))
+            tasks_s = asyncio.run(_tasks_per_s(url, tasks))
+            xadd_50 = _redis_benchmark(port, 50, xadd_requests)
+            xadd_1 = _redis_benchmark(port, 1, xadd_requests)
         finally:
             server.terminate()
             server.wait(timeout=10)
-    result = {
-        "events_per_s": round(events, 1),
-        "tasks_per_s": round(tasks, 1),
+    return {
+        "events_per_s": round(events_s, 1),
+        "tasks_per_s": round(tasks_s, 1),
         "redis_xadd_per_s_50_clients": xadd_50,
         "redis_xadd_per_s_1_client": xadd_1,
-        "events_vs_xadd_1_client": round(events / xadd_1, 3),
-        "events_vs_xadd_50_clients": round(events / xadd_50, 3),
-        "tasks_vs_xadd_1_client": round(tasks / xadd_1, 4),
+        "events_vs_xadd_1_client": round(events_s / xadd_1, 3),
+        "events_vs_xadd_50_clients": round(events_s / xadd_50, 3),
+        "tasks_vs_xadd_1_client": round(tasks_s / xadd_1, 4),
     }
+
+
+def main() -> dict[str, float]:
+    result = run()
     width = max(map(len, result))
     for name, value in result.items():
         print(f"{name:<{width}}  {value}")

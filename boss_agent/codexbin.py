@@ -60,22 +60,34 @@ def find_codex(configured: str | None = None) -> str:
     return found
 
 
-def resolve_native(path: str) -> CodexBinary:
-    """Prefer the native binary behind the npm wrapper; fall back to ``path`` itself."""
-    real = Path(os.path.realpath(path))
+def _native_root(wrapper: Path) -> Path | None:
+    """The platform package's vendor dir for the npm wrapper ``.../@openai/codex/bin/codex.js``."""
     key = (platform.system().lower(), platform.machine().lower())
-    if real.name == "codex.js" and key in _TRIPLES:
-        package, triple = _TRIPLES[key]
-        node_modules = real.parent.parent.parent  # .../node_modules/@openai/codex/bin
-        root = node_modules / "@openai" / package / "vendor" / triple
+    if wrapper.name != "codex.js" or key not in _TRIPLES:
+        return None
+    package, triple = _TRIPLES[key]
+    codex_pkg = wrapper.parents[1]
+    # npm hoists the platform package beside @openai/codex, or nests it inside it.
+    for scope in (codex_pkg.parent, codex_pkg / "node_modules" / "@openai"):
+        root = scope / package / "vendor" / triple
         native = root / "bin" / "codex"
         if native.is_file() and os.access(native, os.X_OK):
-            env = {"CODEX_MANAGED_BY_NPM": "1", "CODEX_MANAGED_PACKAGE_ROOT": str(root)}
-            path_dir = root / "codex-path"
-            if path_dir.is_dir():
-                env["PATH"] = f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-            return CodexBinary(str(native), (str(native),), env)
-    return CodexBinary(path, (path,), {})
+            return root
+    return None
+
+
+def resolve_native(path: str) -> CodexBinary:
+    """Prefer the native binary behind the npm wrapper; fall back to ``path`` itself."""
+    root = _native_root(Path(os.path.realpath(path)))
+    if root is None:
+        return CodexBinary(path, (path,), {})
+    # The two variables the wrapper sets for its child, and its PATH addition (rg).
+    env = {"CODEX_MANAGED_BY_NPM": "1", "CODEX_MANAGED_PACKAGE_ROOT": str(root)}
+    path_dir = root / "codex-path"
+    if path_dir.is_dir():
+        env["PATH"] = f"{path_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    native = str(root / "bin" / "codex")
+    return CodexBinary(native, (native,), env)
 
 
 def codex_version(path: str) -> str:

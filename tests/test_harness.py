@@ -101,3 +101,10 @@ def test_scripted_model_fails_with_the_scripted_http_status(scripted_model: sm.S
     assert answer.headers["retry-after"] == "1"
     assert answer.json()["error"]["code"] == "rate_limit_exceeded"
     assert scripted_model.requests[0].stream_end == "http_error"
+
+
+def test_the_npm_wrapper_resolves_to_the_native_binary_next_to_it(codex_bin: str) -> None:
+    binary = resolve_native(codex_bin)
+    assert binary.path.endswith("/bin/codex") and "vendor" in binary.path
+    assert binary.env["CODEX_MANAGED_BY_NPM"] == "1"
+    assert codex_version(binary.path) == PINNED_CODEX_VERSION

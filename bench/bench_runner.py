@@ -1,0 +1,325 @@
+"""The runner on a real codex app-server: per-task overhead, concurrency, app-server reuse.
+
+    python -m bench.bench_runner [--samples 10]
+
+Every measurement runs the real ``codex app-server`` (native, as codexbin resolves
+it) against the scripted model provider, and the task through
+``boss_agent.runner.Runner.run`` as the daemon does:
+
+* ``runner_vs_direct``: one task's turn on a warm app-server — the runner (new
+  thread, turn, card, git facts) against a minimal direct JSON-RPC client doing the
+  same protocol work (``thread/start`` + ``turn/start`` until ``turn/completed``) on
+  its own app-server child, samples interleaved so drift hits both alike;
+* ``concurrency``: 8 tasks at once on one shared app-server against the same 8 one
+  after another, the model streaming with a small per-event delay so waiting on the
+  model (not CPU) dominates, as with a real model;
+* ``reuse``: task start (run → the turn's model request) on the warm shared
+  app-server against spawning an app-server for the task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.bench_appserver import WARMUP, DirectClient, measure
+from bench.bench_daemon import NullSink, codex_bin
+from boss_agent import scripted_model as sm
+from boss_agent.appserver.client import AppServer
+from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
+from boss_agent.config import Config, load_config
+from boss_agent.runner import Runner, gitfacts
+from boss_agent.runner.policy import resolve_policy
+from boss_agent.tasks import Task, TaskResult
+
+ANSWER = "bench answer"
+DEFAULT_SAMPLES = 10
+CONCURRENT_TASKS = 8
+STREAM_CHUNKS = 20  # answer deltas per turn in the concurrency row
+STREAM_DELAY_S = 0.03  # per SSE event: ~0.7 s of model time per turn, like a short real answer
+POLL_S = 0.002  # how often the bench looks for the model request of a task it started
+ARRIVAL_TIMEOUT_S = 60.0  # a turn's model request arrives in well under a second
+
+
+class Model:
+    """The scripted model's responder: records when each request came, answers ``ANSWER``."""
+
+    def __init__(self, chunks: int = 1, delay_s: float = 0.0) -> None:
+        self.chunks = chunks
+        self.delay_s = delay_s
+        self.times: list[float] = []
+
+    def __call__(self, _request: sm.RecordedRequest) -> sm.Response:
+        self.times.append(time.monotonic())
+        words = ANSWER.split(" ")
+        pieces = [(" " if i else "") + words[i % len(words)] for i in range(self.chunks)]
+        text = "".join(pieces) if self.chunks > 1 else ANSWER
+        return sm.turn(sm.message(text, pieces if self.chunks > 1 else None), delay_s=self.delay_s)
+
+    async def arrival_after(self, count: int) -> float:
+        async with asyncio.timeout(ARRIVAL_TIMEOUT_S):
+            while len(self.times) <= count:
+                await asyncio.sleep(POLL_S)  # the responder runs on the model's threads
+        return self.times[count]
+
+
+@dataclass
+class Env:
+    codex: str
+    home: Path
+    workdir: Path
+    config: Config
+
+    def runner(self, app: AppServer) -> Runner:
+        return Runner(self.config, app, codex_home=self.home, env={"CODEX_HOME": str(self.home)})
+
+    def app_server(self) -> AppServer:
+        return AppServer.from_config(self.config, codex_home=self.home)
+
+    def task(self, name: str) -> Task:
+        return Task(task_id=name, prompt="benchmark", workdir=str(self.workdir))
+
+
+@contextlib.contextmanager
+def environment(model: Model) -> Any:
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp, sm.ScriptedModel(responder=model) as server:
+        root = Path(tmp)
+        workdir = root / "work"
+        workdir.mkdir()
+        home = sm.write_codex_home(root / "codex-home", server.base_url)
+        codex = codex_bin()
+        config = load_config(overrides={"state_dir": str(root / "state"), "workspaces": [str(root)],
+                                        "codex.bin": codex}, environ={})
+        yield Env(codex, home, workdir, config)
+
+
+async def run_task(runner: Runner, task: Task) -> TaskResult:
+    result = await runner.run(task, NullSink(), asyncio.Event())
+    if result.status != "completed" or not (result.result_text or "").startswith("bench"):
+        raise RuntimeError(f"bench task {result.status}: {result.error_code}")
+    return result
+
+
+# ----------------------------------------------------------------- runner vs direct
+
+
+class RunnerDriver:
+    def __init__(self, env: Env, runner: Runner) -> None:
+        self.env, self.runner, self.count = env, runner, 0
+
+    async def task(self) -> None:
+        self.count += 1
+        await run_task(self.runner, self.env.task(f"runner_{self.count}"))
+
+
+class DirectTaskDriver:
+    """What the runner asks of codex for a task, and nothing else."""
+
+    def __init__(self, env: Env, client: DirectClient) -> None:
+        self.client = client
+        policy = resolve_policy(env.task("direct"), env.config)
+        self.thread_params = {"cwd": str(env.workdir), "approvalPolicy": policy.approval_policy,
+                              "sandbox": policy.sandbox}
+
+    async def setup(self) -> None:
+        await self.client.request("initialize", {
+            "clientInfo": {"name": "bench-direct", "version": "0"},
+            "capabilities": {"experimentalApi": True,
+                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)}})
+        assert self.client.proc.stdin
+        self.client.proc.stdin.write(b'{"method":"initialized"}\n')
+
+    async def task(self) -> None:
+        thread = (await self.client.request("thread/start", self.thread_params))["thread"]["id"]
+        await self.client.turn(thread)
+
+
+class FactsDriver:
+    """Only the runner's after-turn work (git facts, artifact scan), to show its share."""
+
+    def __init__(self, env: Env) -> None:
+        self.workdir = env.workdir
+
+    async def task(self) -> None:
+        await gitfacts.branch_facts(self.workdir, "missing")
+        await asyncio.to_thread(gitfacts.find_artifacts, self.workdir, time.time())
+
+
+@contextlib.asynccontextmanager
+async def direct_client(env: Env) -> AsyncIterator[DirectClient]:
+    client = await DirectClient.start(env.codex, env.home, env.workdir)
+    async with asyncio.TaskGroup() as tg:
+        reader = tg.create_task(client.read())
+        try:
+            yield client
+        finally:
+            assert client.proc.stdin
+            client.proc.stdin.close()
+            await client.proc.wait()
+            await reader
+
+
+def _ms(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 1)
+
+
+async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP) -> dict[str, Any]:
+    with environment(Model()) as env:
+        async with env.app_server() as app, direct_client(env) as client:
+            direct = DirectTaskDriver(env, client)
+            await direct.setup()
+            drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app)),
+                       "facts": FactsDriver(env)}
+            times = await measure(drivers, "task", samples, warmup)
+    runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
+    return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
+            "after_turn_facts_ms": _ms(times["facts"]), "samples": samples}
+
+
+# ----------------------------------------------------------------- concurrency
+
+
+async def _wall(work: Callable[[], Awaitable[None]]) -> float:
+    start = time.perf_counter()
+    await work()
+    return time.perf_counter() - start
+
+
+async def bare_turn(app: AppServer, env: Env) -> None:
+    """A task's codex work with no runner: thread/start, turn/start, follow to turn/completed."""
+    client = await app.client()
+    thread = (await client.thread_start(cwd=str(env.workdir)))["thread"]["id"]
+    async with client.listen(thread) as listener:
+        await client.turn_start(thread, [{"type": "text", "text": "benchmark"}])
+        async for note in listener:
+            if note.method == "turn/completed":
+                return
+
+
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds of the codex child's process tree (its reaped children included)."""
+    if pid is None:
+        return 0.0
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in (root, *root.children(recursive=True)):
+        try:  # per-thread shell snapshots come and go
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+async def _seq_and_conc(tasks: int, one: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
+    async def sequential() -> None:
+        for index in range(tasks):
+            await one(index)
+
+    async def concurrent() -> None:
+        async with asyncio.TaskGroup() as tg:
+            for index in range(tasks):
+                tg.create_task(one(index))
+
+    return await _wall(sequential), await _wall(concurrent)
+
+
+async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS,
+                      delay_s: float = STREAM_DELAY_S) -> dict[str, Any]:
+    """The runner's speed-up, and (for scale) the bare client's on the same app-server."""
+    with environment(Model(chunks, delay_s)) as env:
+        async with env.app_server() as app:
+            runner = env.runner(app)
+            await run_task(runner, env.task("warmup"))  # the first thread of a child is slower
+            cpu_before = _cpu_s(app.child_pid), time.process_time()
+            seq_s, conc_s = await _seq_and_conc(
+                tasks, lambda i: run_task(runner, env.task(f"task_{i}_{time.monotonic_ns()}")))
+            codex_cpu = _cpu_s(app.child_pid) - cpu_before[0]
+            own_cpu = time.process_time() - cpu_before[1]
+            bare_seq_s, bare_conc_s = await _seq_and_conc(tasks, lambda _: bare_turn(app, env))
+    return {"tasks": tasks, "sequential_s": round(seq_s, 3), "concurrent_s": round(conc_s, 3),
+            "speedup": round(seq_s / conc_s, 2),
+            # CPU per task explains the speed-up on a small machine: 8 turns at once are
+            # bound by codex's CPU per turn, not by waiting on the model.
+            "codex_cpu_ms_per_task": round(codex_cpu / (2 * tasks) * 1000, 1),
+            # This process: the runner, the client and the scripted model's server threads.
+            "bench_process_cpu_ms_per_task": round(own_cpu / (2 * tasks) * 1000, 1),
+            "cpus": os.cpu_count(),
+            "bare_client_sequential_s": round(bare_seq_s, 3),
+            "bare_client_concurrent_s": round(bare_conc_s, 3),
+            "bare_client_speedup": round(bare_seq_s / bare_conc_s, 2),
+            "model_stream_s_per_turn": round((chunks + 3) * delay_s, 3)}
+
+
+# ----------------------------------------------------------------- app-server reuse
+
+
+async def _timed_start(model: Model, runner: Runner, task: Task) -> tuple[float, float]:
+    """(start → the turn's model request, start → task result) on the warm app-server."""
+    seen = len(model.times)
+    start = time.monotonic()
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(run_task(runner, task))
+        arrived = await model.arrival_after(seen)
+    return arrived - start, time.monotonic() - start
+
+
+async def _spawned(env: Env, name: str, model: Model) -> tuple[float, float]:
+    seen = len(model.times)
+    start = time.monotonic()
+    async with env.app_server() as app:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(run_task(env.runner(app), env.task(name)))
+            arrived = await model.arrival_after(seen)
+        finished = time.monotonic()  # the result is out; the child's teardown is not the task's
+    return arrived - start, finished - start
+
+
+async def reuse(samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
+    model = Model()
+    warm_start, warm_whole, spawn_start, spawn_whole = [], [], [], []
+    with environment(model) as env:
+        async with env.app_server() as app:
+            runner = env.runner(app)
+            await run_task(runner, env.task("warmup"))
+            for index in range(samples):  # alternate, so drift hits both alike
+                to_turn, whole = await _timed_start(model, runner, env.task(f"warm_{index}"))
+                warm_start.append(to_turn)
+                warm_whole.append(whole)
+                to_turn, whole = await _spawned(env, f"spawn_{index}", model)
+                spawn_start.append(to_turn)
+                spawn_whole.append(whole)
+    result = {"warm_start_ms": _ms(warm_start), "spawn_start_ms": _ms(spawn_start),
+              "warm_task_ms": _ms(warm_whole), "spawn_task_ms": _ms(spawn_whole), "samples": samples}
+    result["start_ratio"] = round(result["warm_start_ms"] / result["spawn_start_ms"], 3)
+    result["start_speedup"] = round(result["spawn_start_ms"] / result["warm_start_ms"], 1)
+    return result
+
+
+def main() -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="samples per path")
+    args = parser.parse_args()
+    logging.getLogger("boss_agent").setLevel(logging.ERROR)
+    results = {"runner_vs_direct": asyncio.run(runner_vs_direct(args.samples)),
+               "concurrency": asyncio.run(concurrency()),
+               "reuse": asyncio.run(reuse(args.samples))}
+    for name, result in results.items():
+        print(name, result)
+    return results
+
+
+if __name__ == "__main__":
+    main()
