@@ -41,6 +41,7 @@ from tests.test_gateway_support import (
     record_of,
     sdk_client,
     sdk_redis,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio(loop_scope="module")]
@@ -100,6 +101,10 @@ async def _wire(redis: Any, session: str) -> str:
     return json.dumps(await redis.xrange(f"byai_gateway:session:{session}:data_stream"))
 
 
+async def _status_is(redis: Any, session: str, message_id: str, status: str) -> bool:
+    return (await record_of(redis, session, message_id)).get("status") == status
+
+
 def _cards(events: list[DataMessage]) -> list[dict[str, Any]]:
     return [json.loads(delta_text(e)) for e in events
             if e.event_type == "reasoningLogDelta" and e.data["contentType"] == "2008"]
@@ -148,7 +153,8 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
                                   until=lambda m: m.data["contentType"] == "3013")
         form = json.loads(delta_text(asked[-1]))
         assert form["pluginMachineFields"][0]["fieldCode"] == "user_input"
-        assert (await record_of(redis, "s-apr", "msg-apr"))["status"] == "WAITING_USER"
+        # The form is written first, then the record says WAITING_USER and the entry is acked.
+        await wait_until(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
         assert gateway.status["suspended"] == 1
         assert not (work / "approved.txt").exists()
         await client.send_message(AGENT, "s-apr", "", action_type="RESUME", message_id="msg-apr",

@@ -23,7 +23,9 @@ Known limits: a RESUME that arrives on the agent-type stream while every slot is
 held by a *running* task waits for a slot (the worker-stream reader has none); a
 network partition longer than the lease TTL lets a peer reclaim and fail tasks this
 worker is still running (their later reports are then dropped: a terminal record
-is never overwritten). A ``Gateway`` runs once: ``run`` closes its Redis client.
+is never overwritten); an ASK read while a slot was free can find it taken by the
+Boss source a moment later and then waits on this device (pending, not running)
+instead of going to a peer. A ``Gateway`` runs once: ``run`` closes its Redis client.
 """
 
 from __future__ import annotations
