@@ -19,6 +19,7 @@ from boss_agent.daemon import Daemon
 from boss_agent.slots import Slots
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.daemon_support import WAIT_S, FaultProxy, make_config
 from tests.test_gateway_support import AGENT, record_of, sdk_redis, wait_until
@@ -63,6 +64,21 @@ async def test_wait_free_returns_when_a_slot_frees_and_takes_nothing() -> None:
         assert not waiting.done()
         slots.release()
     assert slots.free == 1 and slots.used == 0
+
+
+async def test_a_boss_task_waiting_in_line_for_a_slot_stops_waiting_when_cancelled() -> None:
+    slots = Slots(1)
+    await slots.acquire()  # the gateway's task holds the device's one slot
+    runs = TaskRuns(None, None, None, None, None, 1, lambda: None, slots)  # type: ignore[arg-type]
+    cancel = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        waiting = tg.create_task(runs._slot_or_cancel(cancel))
+        await wait_until(lambda: slots.waiting == 1)
+        cancel.set()
+    assert waiting.result() is False
+    assert slots.waiting == 0 and slots.used == 1
+    slots.release()
+    assert slots.free == 1  # nothing leaked to the cancelled waiter
 
 
 class CountingRunner:

@@ -150,12 +150,13 @@ class TaskRuns:
         result: TaskResult | None = None
         try:
             if not held:
-                await self.slots.acquire()
-                held = True
+                held = await self._slot_or_cancel(cancel)
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    result = await self._execute(task, sink, cancel)
+                    result = await self._execute(task, sink, cancel) if held else TaskResult(
+                        status="cancelled", error_code="cancelled",
+                        error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
                     # refuses (409) once the task is complete.
                     self._spool(task.task_id, result, deliver=False)
@@ -177,6 +178,18 @@ class TaskRuns:
             self._tasks.pop(task.task_id, None)
             self.changed.set()
             self.on_spooled()
+
+    async def _slot_or_cancel(self, cancel: asyncio.Event) -> bool:
+        """Wait in line for a slot; False when the task is cancelled first."""
+        async with asyncio.TaskGroup() as tg:
+            slot = tg.create_task(self.slots.acquire())
+            stop = tg.create_task(cancel.wait())
+            await asyncio.wait((slot, stop), return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not slot.done():
+                slot.cancel()
+        # Both may finish in the same step: a slot we were handed is ours to release.
+        return not slot.cancelled()
 
     @staticmethod
     async def _bounded(uploads: asyncio.Task[None], task_id: str) -> None:
