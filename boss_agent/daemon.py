@@ -4,7 +4,9 @@
 app-server (unless a runner was injected), the capability refresh loop, the Boss
 source (journal recovery, heartbeat, claim, spool flusher, task runs), the state
 file writer, the systemd watchdog and, when configured, the Redis gateway; then it
-signals readiness (``ready`` and ``READY=1``) and waits for a stop request.
+signals readiness (``ready`` and ``READY=1``) and waits for a stop request. The Boss
+source and the gateway take their task slots from one ``Slots`` of
+``max_concurrent_tasks``: the device never runs more tasks than that in total.
 
 Shutdown follows uvicorn (``lifecycle.ShutdownController``): SIGTERM/SIGINT stops
 claiming; running tasks get ``grace_period_s`` to finish; then ``force_cancel``
@@ -39,6 +41,7 @@ from boss_agent.lifecycle import (
     Watchdog,
     sd_notify,
 )
+from boss_agent.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
 from boss_agent.statefile import utc_now, write_state
 from boss_agent.sysinfo import system_facts
@@ -78,6 +81,7 @@ class Daemon:
         self.app: Any = None
         self.source: BossSource | None = None
         self.gateway: Any = None
+        self.slots: Slots | None = None  # one budget for both sources, made in the loop
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
@@ -203,14 +207,14 @@ class Daemon:
             max_concurrent=self.config.max_concurrent_tasks,
             approval_timeout_s=self.config.codex.approval_timeout_s,
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
-            clock=self.wall_clock, **extra)
+            clock=self.wall_clock, slots=self.slots, **extra)
 
     def _new_gateway(self, identity: Identity) -> Any:
         from boss_agent.sources.gateway import Gateway
 
         worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
-                       max_concurrent=self.config.max_concurrent_tasks)
+                       max_concurrent=self.config.max_concurrent_tasks, slots=self.slots)
 
     @staticmethod
     async def _gateway_ready(up: asyncio.Event) -> None:
@@ -222,6 +226,7 @@ class Daemon:
             logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
 
     async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
+        self.slots = Slots(self.config.max_concurrent_tasks)
         self.source = source = self._new_source(identity)
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:

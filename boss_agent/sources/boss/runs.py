@@ -2,7 +2,9 @@
 
 ``TaskRuns`` validates each claimed task, runs it on the runner in the daemon's task
 group with a sink that uploads progress and asks for approvals, and spools the
-result. It never holds more than ``max_concurrent`` tasks. A malformed task is
+result. It never holds more than ``max_concurrent`` tasks, and it calls the runner
+only with a slot of ``slots`` (the device's budget, shared with the Redis gateway):
+a claimed task that finds every slot taken by the other source waits in line. A malformed task is
 completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task without
 a usable ``taskId`` cannot be completed and is only logged. A task id that is
 already running or already spooled is never run a second time.
@@ -17,6 +19,7 @@ from typing import Any
 
 from boss_agent.errors import TaskRejected
 from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.slots import Slots
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.approvals import RemoteApprovals
 from boss_agent.sources.boss.progress import ProgressUploader
@@ -62,13 +65,14 @@ def usable_task_id(raw: Any) -> str | None:
 class TaskRuns:
     def __init__(self, runner: TaskRunner, api: BossApi, spool: CompletionSpool,
                  journal: RunningJournal, approvals: RemoteApprovals, max_concurrent: int,
-                 on_spooled: Callable[[], None]) -> None:
+                 on_spooled: Callable[[], None], slots: Slots | None = None) -> None:
         self.runner = runner
         self.api = api
         self.spool = spool
         self.journal = journal
         self.approvals = approvals
         self.max_concurrent = max_concurrent
+        self.slots = slots or Slots(max_concurrent)
         self.on_spooled = on_spooled
         self.running: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -76,7 +80,8 @@ class TaskRuns:
 
     @property
     def free_slots(self) -> int:
-        return max(0, self.max_concurrent - len(self.running))
+        """How many tasks to claim now: free device slots, within this source's own cap."""
+        return max(0, min(self.slots.free, self.max_concurrent - len(self.running)))
 
     def running_ids(self) -> list[str]:
         return list(self.running)
@@ -120,7 +125,7 @@ class TaskRuns:
             self._spool(task_id, TaskResult(status="failed", error_code=exc.code,
                                             error_message=sanitize_text(exc, limit=300)))
             return
-        if self.free_slots <= 0:
+        if len(self.running) >= self.max_concurrent:
             # The claim asked for free slots only; more tasks than that is a server bug.
             self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
                                             error_message="the device has no free task slot"))
@@ -128,7 +133,10 @@ class TaskRuns:
         cancel = asyncio.Event()
         self.running[task_id] = cancel
         self.journal.add(task_id, task.attempt)
-        self._tasks[task_id] = tg.create_task(self._run(task, cancel), name=f"task {task_id}")
+        # Taken now when free; otherwise the gateway took it during the claim's long poll
+        # and the run waits in line for one.
+        held = self.slots.try_acquire()
+        self._tasks[task_id] = tg.create_task(self._run(task, cancel, held), name=f"task {task_id}")
 
     def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
         self.spool.put_result(task_id, result)
@@ -136,15 +144,19 @@ class TaskRuns:
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, cancel: asyncio.Event) -> None:
+    async def _run(self, task: Task, cancel: asyncio.Event, held: bool) -> None:
         uploader = ProgressUploader(self.api, task.task_id, cancel)
         sink = BossTaskSink(task, uploader, self.approvals, cancel)
         result: TaskResult | None = None
         try:
+            if not held:
+                held = await self._slot_or_cancel(cancel)
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    result = await self._execute(task, sink, cancel)
+                    result = await self._execute(task, sink, cancel) if held else TaskResult(
+                        status="cancelled", error_code="cancelled",
+                        error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
                     # refuses (409) once the task is complete.
                     self._spool(task.task_id, result, deliver=False)
@@ -160,10 +172,24 @@ class TaskRuns:
                     error_message="the agent stopped before the task finished"))
             raise
         finally:
+            if held:
+                self.slots.release()
             self.running.pop(task.task_id, None)
             self._tasks.pop(task.task_id, None)
             self.changed.set()
             self.on_spooled()
+
+    async def _slot_or_cancel(self, cancel: asyncio.Event) -> bool:
+        """Wait in line for a slot; False when the task is cancelled first."""
+        async with asyncio.TaskGroup() as tg:
+            slot = tg.create_task(self.slots.acquire())
+            stop = tg.create_task(cancel.wait())
+            await asyncio.wait((slot, stop), return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not slot.done():
+                slot.cancel()
+        # Both may finish in the same step: a slot we were handed is ours to release.
+        return not slot.cancelled()
 
     @staticmethod
     async def _bounded(uploads: asyncio.Task[None], task_id: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from boss_agent import __version__
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
+from boss_agent.slots import Slots
 from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
 from boss_agent.sources.boss.approvals import RemoteApprovals
 from boss_agent.sources.boss.flusher import SpoolFlusher
@@ -43,7 +44,7 @@ class BossSource:
                  capabilities: Callable[[], dict[str, Any]],
                  system: Callable[[], dict[str, Any]],
                  policy: RetryPolicy | None = None, claim_wait_ms: int = CLAIM_WAIT_MS,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, slots: Slots | None = None) -> None:
         self.state_dir = state_dir
         self.identity = identity
         self.policy = policy or RetryPolicy()
@@ -61,7 +62,7 @@ class BossSource:
         self.flusher = SpoolFlusher(lambda: self.api, self.spool, self.mark_unauthorized)
         self.approvals = RemoteApprovals(self.api, approval_timeout_s)
         self.runs = TaskRuns(runner, self.api, self.spool, self.journal, self.approvals,
-                             max_concurrent, self.flusher.wake)
+                             max_concurrent, self.flusher.wake, slots)
         self.heartbeat = HeartbeatLoop(
             lambda body: self.api.heartbeat(body), self.heartbeat_body, self.runs.cancel,
             self.mark_unauthorized, clamp_interval_s(identity.heartbeat_interval_ms, 15.0))
@@ -123,8 +124,7 @@ class BossSource:
         while not self.draining:
             await self.authorized.wait()
             if self.runs.free_slots == 0:
-                self.runs.changed.clear()
-                await self.runs.changed.wait()
+                await self._slot_freed()
                 continue
             try:
                 tasks = await self.api.claim(self.runs.free_slots, self.claim_wait_ms)
@@ -140,6 +140,15 @@ class BossSource:
                 self.runs.accept(raw, tg)
             if tasks:
                 self.heartbeat.now.set()  # the state (busy, running ids) changed
+
+    async def _slot_freed(self) -> None:
+        """Until one of our runs ends or the shared budget frees a slot (the gateway's)."""
+        self.runs.changed.clear()
+        async with asyncio.TaskGroup() as tg:
+            waits = [tg.create_task(self.runs.changed.wait()), tg.create_task(self.runs.slots.wait_free())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for job in waits:
+                job.cancel()
 
     async def _repair_watch(self) -> None:
         while True:

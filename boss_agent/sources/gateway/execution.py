@@ -27,6 +27,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
     TERMINAL,
@@ -61,7 +62,7 @@ class Shared:
     worker_id: str
     group: str
     runner: TaskRunner
-    slots: asyncio.Semaphore
+    slots: Slots
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
 

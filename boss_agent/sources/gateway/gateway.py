@@ -6,9 +6,10 @@ own pending entries — plus one child task per running task. ``run`` returns on
 cancellation or a fatal error (the lease was lost, a non-retryable Redis error);
 Redis outages are retried with the policy object and never end it.
 
-Concurrency: ``max_concurrent`` slots bound the tasks that are *running*. The
-agent-type reader takes a slot before it reads, so a busy worker leaves work in the
-stream for its peers. A task suspended on an approval gives its slot back (and has
+Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
+passes the ``Slots`` it shares with the Boss source, so both together stay within
+``max_concurrent_tasks``. The agent-type reader reads only while a slot is free (and
+at most that many entries), so a busy worker leaves work in the stream for its peers. A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
 
@@ -22,7 +23,9 @@ Known limits: a RESUME that arrives on the agent-type stream while every slot is
 held by a *running* task waits for a slot (the worker-stream reader has none); a
 network partition longer than the lease TTL lets a peer reclaim and fail tasks this
 worker is still running (their later reports are then dropped: a terminal record
-is never overwritten). A ``Gateway`` runs once: ``run`` closes its Redis client.
+is never overwritten); an ASK read while a slot was free can find it taken by the
+Boss source a moment later and then waits on this device (pending, not running)
+instead of going to a peer. A ``Gateway`` runs once: ``run`` closes its Redis client.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from boss_agent.errors import (
     GatewayError,
     TaskRejected,
 )
+from boss_agent.slots import Slots
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import (
     Entry,
@@ -70,7 +74,8 @@ class Gateway:
 
     def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
                  redis_url: str | None = None, max_concurrent: int,
-                 timing: GatewayTiming | None = None, retry: RetryPolicy | None = None) -> None:
+                 timing: GatewayTiming | None = None, retry: RetryPolicy | None = None,
+                 slots: Slots | None = None) -> None:
         if not keys.valid_id(worker_id):
             raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
         agent_types = tuple(config.gateway.agent_types)
@@ -87,7 +92,7 @@ class Gateway:
             redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
-                             worker_id, self.group, runner, asyncio.Semaphore(max_concurrent),
+                             worker_id, self.group, runner, slots or Slots(max_concurrent),
                              agent_types[0])
         self.executions: dict[str, Execution] = {}
         self._starting: set[str] = set()
@@ -212,19 +217,14 @@ class Gateway:
         block = self.timing.read_block_ms
         slots = self.shared.slots
         while True:
-            await slots.acquire()
-            held = 1
-            while not slots.locked():  # take every free slot now: one read for a burst
-                await slots.acquire()
-                held += 1
-            try:
-                entries = await self._read({s: ">" for s in self._agent_streams}, held, block)
-                for entry, fields in entries:
-                    await self._dispatch(entry, fields, slot_held=held > 0)
-                    held = max(held - 1, 0)
-            finally:
-                for _ in range(held):
-                    slots.release()
+            # Read only while a slot is free, but hold none during the blocking read: the
+            # slots may be shared with the Boss source, which must not wait on our poll.
+            await slots.wait_free()
+            entries = await self._read({s: ">" for s in self._agent_streams}, slots.free, block)
+            for entry, fields in entries:
+                # Another source may have taken the slot during the read; then the task
+                # waits in line for one in ``_start`` (its entry stays pending meanwhile).
+                await self._dispatch(entry, fields, slot_held=slots.try_acquire())
 
     async def _control_loop(self) -> None:
         while True:
