@@ -161,10 +161,11 @@ class GatewaySink:
         async with self._approval_lock:  # one ask-user form open at a time per task
             future: asyncio.Future[wire.Resume] = asyncio.get_running_loop().create_future()
             self._pending = (request, future)
-            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request)))
-            # Record WAITING_USER before the form is out: whoever answers the form may
-            # check the record, and a RESUME may land on any worker of the agent type.
+            # Record WAITING_USER before the form is even queued: the pump may write the
+            # outbox at any moment, and whoever answers the form may check the record
+            # (a RESUME may land on any worker of the agent type).
             await self._on_suspend()
+            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request)))
             await self.flush()
             cancelled = False
             try:
