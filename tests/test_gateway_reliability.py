@@ -144,6 +144,8 @@ async def test_own_pending_entries_are_recovered_at_start_by_the_same_rule(redis
     async with running_gateway(redis_server.url, runner, "w1"):
         await read_events(redis, "s1", "msg-p1")
         await read_events(redis, "s1", "msg-p2")
+        # Ordering: the closing events go out before the XACK, so wait for the ack too.
+        await wait_until(lambda: _no_pending(redis))
     assert runner.runs == ["msg-p1"]
     assert (await record_of(redis, "s1", "msg-p2"))["error"]["code"] == "agent_restarted"
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
@@ -201,3 +203,7 @@ async def test_a_duplicate_worker_id_refuses_to_start_and_leaves_the_first_alone
         await ask(sdk_client(redis), "s1", "echo still here", "msg-d")
         await read_events(redis, "s1", "msg-d")
     assert runner.runs == ["msg-d"]
+
+
+async def _no_pending(redis) -> bool:
+    return (await redis.xpending(STREAM, GROUP))["pending"] == 0
