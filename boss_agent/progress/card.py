@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from boss_agent.progress.sanitize import sanitize_text, strip_environment_notices
+from boss_agent.progress.sanitize import ENVELOPE_TAGS, sanitize_text, strip_environment_notices
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
@@ -249,9 +249,8 @@ class Card:
     def to_dict(self) -> dict[str, Any]:
         """The ``executionProgress`` JSON object, every string sanitized."""
         out: dict[str, Any] = {"version": CARD_VERSION}
-        for f in fields(self):
-            if f.repr:
-                out[f.name] = _plain(getattr(self, f.name), self.workdir)
+        for name in _public_fields():
+            out[name] = _plain(getattr(self, name), self.workdir)
         if self.threadGoal is not None:
             goal = out["threadGoal"]
             goal["text"] = _clean(self.threadGoal.text, self.workdir, GOAL_CHARS)
@@ -268,6 +267,12 @@ class Card:
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+@lru_cache(maxsize=1)
+def _public_fields() -> tuple[str, ...]:
+    """The serialized fields, in order (``dataclasses.fields`` per upload is not free)."""
+    return tuple(f.name for f in fields(Card) if f.repr)
 
 
 def iso(value: Any) -> str | None:
@@ -307,22 +312,35 @@ def _tail_window(text: str, limit: int) -> str:
     """The end of a long answer, with enough before it that every secret shown is whole.
 
     A secret pattern needs at most a short key before its value ("Authorization:
-    Bearer "), so ``PREVIEW_CONTEXT`` chars before the shown tail are enough; the cut
-    moves back to whitespace so no token (a URL, a JWT) is split. A private-key block
-    can be longer, so an answer that has one is sanitized whole.
+    Bearer "), so ``PREVIEW_CONTEXT`` chars before the shown tail are enough. The cut
+    then moves back to a line start (the environment-notice filter works on whole
+    lines), and back to the opening tag of an envelope still open there (so no
+    envelope's body survives without its head). A private-key block can be longer, so
+    an answer that has one is sanitized whole.
     """
     start = len(text) - limit - PREVIEW_CONTEXT
-    if start <= 0 or "PRIVATE KEY" in text.upper():
+    if start <= 0:
         return text
-    space = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start))
-    return text[space + 1:] if space >= 0 else text
+    low = text.lower()
+    if "private key" in low:
+        return text
+    for tag in ENVELOPE_TAGS:
+        opened = low.rfind(f"<{tag}>", 0, start)
+        if opened >= 0 and not 0 <= low.find(f"</{tag}>", opened) < start:
+            start = min(start, opened)
+    line = text.rfind("\n", 0, start)
+    return text[line + 1:] if line >= 0 else text
 
 
 def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
-    """The agent's answer without Codex envelopes, sanitized (masking before the cut)."""
-    text = strip_environment_notices(text)
-    if limit is not None:  # envelopes are gone from the whole text already
+    """The agent's answer without Codex envelopes, sanitized (masking before the cut).
+
+    The preview works on the tail window only: filtering the whole answer on every
+    upload made serializing a long answer cost O(answer) regex work each time.
+    """
+    if limit is not None:
         text = _tail_window(text, limit)
+    text = strip_environment_notices(text)
     return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
 
 

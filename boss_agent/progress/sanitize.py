@@ -55,10 +55,12 @@ _KEYED_SECRET = re.compile(
 )
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.IGNORECASE)
 _URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)
+ENVELOPE_TAGS = (
+    "environment_context", "user_instructions", "turn_aborted", "developer_instructions",
+    "permissions instructions", "collaboration_mode", "apps_instructions", "skills_instructions",
+)
 _ENVELOPES = re.compile(
-    r"<(environment_context|user_instructions|turn_aborted|developer_instructions"
-    r"|permissions instructions|collaboration_mode|apps_instructions|skills_instructions)>"
-    r".*?(?:</\1>|\Z)",
+    r"<(" + "|".join(re.escape(tag) for tag in ENVELOPE_TAGS) + r")>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -129,7 +131,7 @@ def relativize_paths(text: str, workdir: str | Path | None = None, home: str | N
 
 def strip_envelopes(text: str) -> str:
     """Drop Codex envelope fragments (environment context, injected instructions)."""
-    return _ENVELOPES.sub("", text)
+    return _ENVELOPES.sub("", text) if "<" in text else text
 
 
 def strip_environment_notices(text: str) -> str:
@@ -138,7 +140,13 @@ def strip_environment_notices(text: str) -> str:
     Not part of ``sanitize_text``: a warning such as "sandbox capped to workspace-write"
     is meant for the user and must survive.
     """
-    return _ENVIRONMENT_NOTICE.sub("", strip_envelopes(text))
+    text = strip_envelopes(text)
+    low = text.lower()
+    # Every alternative of the pattern contains one of these words; most answers have
+    # none, and the line-wise regex is the dearest step of serializing a long answer.
+    if "approval" not in low and "sandbox" not in low and "danger-full-access" not in low:
+        return text
+    return _ENVIRONMENT_NOTICE.sub("", text)
 
 
 def sanitize_text(
