@@ -229,6 +229,18 @@ class Config:
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
+def config_value(config: Config, name: str) -> Any:
+    """The value of the dotted key ``name`` in a loaded config (``codex.sandbox``...)."""
+    section, _, key = name.partition(".")
+    if not key:
+        return getattr(config, section)
+    if section == "server":
+        return config.server_url
+    if section == "cua":
+        return config.cua_bin
+    return getattr(getattr(config, section), key)
+
+
 def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent import __version__
-from boss_agent.config import Config
-from boss_agent.errors import StateError
+from boss_agent.config import Config, load_config
+from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
 from boss_agent.lifecycle import (
     READY,
@@ -41,6 +41,7 @@ from boss_agent.lifecycle import (
     Watchdog,
     sd_notify,
 )
+from boss_agent.reload import log_reload, plan_reload
 from boss_agent.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
 from boss_agent.statefile import utc_now, write_state
@@ -81,6 +82,8 @@ class Daemon:
         self.app: Any = None
         self.source: BossSource | None = None
         self.gateway: Any = None
+        self.reloads = 0  # SIGHUPs handled
+        self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
@@ -241,6 +244,7 @@ class Daemon:
                 await self._gateway_ready(gateway_up)
             source.start(tg)
             background.append(tg.create_task(self._state_loop(), name="state file"))
+            background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
             self.phase = "running"
@@ -256,6 +260,31 @@ class Daemon:
             await source.close()
             for task in background:
                 task.cancel()
+
+    async def _reload_loop(self) -> None:
+        while True:
+            await self.shutdown.reload.wait()
+            self.shutdown.reload.clear()
+            self.reload_config()
+
+    def reload_config(self) -> None:
+        """SIGHUP: re-read the config file; apply the live keys to the next tasks."""
+        try:
+            loaded = load_config(self.config.config_path)
+        except ConfigError as exc:
+            logger.warning("reload failed, keeping the running configuration: %s", exc)
+            self.reloaded.set()
+            return
+        result = plan_reload(self.config, loaded)
+        self.config = result.config
+        if self.runner is not None and hasattr(self.runner, "config"):
+            self.runner.config = result.config  # read per task: running tasks keep theirs
+        if self.source is not None:
+            self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())
+        log_reload(result)
+        self.reloads += 1
+        self.reloaded.set()
 
     async def _drain(self, source: BossSource) -> None:
         source.stop_claiming()
