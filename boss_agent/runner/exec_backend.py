@@ -73,8 +73,18 @@ class ExecRun:
             limit=MAX_LINE_BYTES,
         )
         ctx.ran = True
+        try:
+            return await self._follow(proc)
+        finally:
+            # Cancelled from outside (a forced shutdown): the exec process group must
+            # not outlive the task, nor its pipes the event loop.
+            if proc.returncode is None:
+                self._killpg(proc)
+                await proc.wait()
+
+    async def _follow(self, proc: asyncio.subprocess.Process) -> TurnOutcome:
         assert proc.stdin and proc.stdout and proc.stderr
-        proc.stdin.write(ctx.task.prompt.encode())
+        proc.stdin.write(self.ctx.task.prompt.encode())
         proc.stdin.close()
         async with asyncio.TaskGroup() as tg:
             stderr = tg.create_task(proc.stderr.read())

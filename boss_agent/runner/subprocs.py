@@ -22,7 +22,11 @@ async def run_probe(argv: list[str], *, timeout: float, cwd: Path | None = None,
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
         return 124, ""
+    finally:
+        # Also on cancellation (a daemon stopping mid-probe): a child left running
+        # keeps its pipes, and its transport is then collected after the loop closed.
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     return proc.returncode or 0, out.decode(errors="replace")
