@@ -30,3 +30,18 @@ def test_a_sandbox_notice_line_straddling_the_window_start_is_dropped_whole() ->
 
 def test_a_short_answer_is_kept_whole() -> None:
     assert preview("All tests pass.") == "All tests pass."
+
+
+def test_a_secret_streamed_in_pieces_is_never_shown_half_arrived() -> None:
+    from boss_agent.progress.card import new_card
+    from boss_agent.progress.reducer import reduce
+
+    secret = "ghp_" + "Kx9" * 10
+    card, shown = new_card(), []
+    for piece in ["The token ", secret[:6], secret[6:18], secret[18:], " is set. ", "Done"]:
+        card = reduce(card, {"method": "item/agentMessage/delta", "params": {"delta": piece}})
+        shown.append(card.to_dict()["answerPreview"] or "")
+    assert not any("ghp_K" in s or "Kx9" in s for s in shown)
+    assert shown[-1] == "The token [redacted] is set."  # "Done" waits for what follows it
+    card = reduce(card, {"method": "boss/finished", "params": {"status": "completed"}})
+    assert card.to_dict()["answerPreview"] == "The token [redacted] is set. Done"

@@ -167,19 +167,17 @@ def test_a_resume_maps_onto_the_runners_decision_and_unknown_choices_decline():
 def test_a_secret_streamed_in_pieces_never_leaves_as_answer_deltas():
     from boss_agent.progress.card import new_card
     from boss_agent.progress.reducer import reduce
-    from boss_agent.sources.gateway.sink import settled
-
     secret = "sk-proj-" + "Zq7" * 8
     pieces = ["Your key is ", secret[:10], secret[10:20], secret[20:], " and it works. Done"]
     card, sent, emitted = new_card(), "", []
     for piece in pieces:
         card = reduce(card, {"method": "item/agentMessage/delta", "params": {"delta": piece}})
-        shown = settled(card.to_dict()["answerPreview"], final=False)
+        shown = card.to_dict()["answerPreview"] or ""
         if shown and shown != sent:
             emitted.append(preview_delta(sent, shown))
             sent = shown
     card = reduce(card, {"method": "boss/finished", "params": {"status": "completed"}})
-    emitted.append(preview_delta(sent, settled(card.to_dict()["answerPreview"], final=True)))
+    emitted.append(preview_delta(sent, card.to_dict()["answerPreview"]))
     text = "".join(emitted)
     assert secret[:10] not in text and "Zq7Zq7" not in text
     assert text == "Your key is [redacted] and it works. Done"

@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from boss_agent.progress.sanitize import ENVELOPE_TAGS, sanitize_text, strip_environment_notices
+from boss_agent.progress.sanitize import (
+    ENVELOPE_TAGS,
+    sanitize_text,
+    settled_prefix,
+    strip_environment_notices,
+)
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
@@ -344,8 +349,13 @@ def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
 
 
+FINISHED = ("completed", "failed", "cancelled")
+
+
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
+    if card.answer and card.answer != card.final_text and card.status not in FINISHED:
+        text = settled_prefix(text)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None

@@ -149,6 +149,17 @@ def strip_environment_notices(text: str) -> str:
     return _ENVIRONMENT_NOTICE.sub("", text)
 
 
+def settled_prefix(text: str) -> str:
+    """The part of still-streaming text that masking can no longer change.
+
+    A secret arriving in pieces ("sk-proj-ab", then "cdef…") is recognised only once
+    whole, so the trailing run of non-space characters is held back until a space
+    follows it; shown earlier, its first pieces would leave unmasked.
+    """
+    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"))
+    return text[:cut + 1]
+
+
 def sanitize_text(
     value: object,
     *,

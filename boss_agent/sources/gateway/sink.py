@@ -78,9 +78,6 @@ class Publisher:
         self.written += len(batch)
 
 
-FINAL_STATUSES = ("completed", "failed", "cancelled")
-
-
 def preview_delta(old: str, new: str) -> str:
     """The text appended to the answer, given two tail previews (≤500 chars each)."""
     old, new = old.removeprefix("…"), new.removeprefix("…")
@@ -88,20 +85,6 @@ def preview_delta(old: str, new: str) -> str:
         if new.startswith(old[start:]):
             return new[len(old) - start:]
     return new  # pragma: no cover - the empty suffix always matches
-
-
-def settled(preview: str, final: bool) -> str:
-    """The part of a streaming preview that can no longer change under masking.
-
-    A secret arriving in pieces ("sk-proj-ab" then "cdef…") is masked only once it is
-    whole, so the trailing run of non-space characters is held back until a space
-    follows it or the answer is final; otherwise its first pieces would already have
-    gone out as answerDelta text before the card masked it.
-    """
-    if final:
-        return preview
-    cut = max(preview.rfind(" "), preview.rfind("\n"), preview.rfind("\t"))
-    return preview[:cut + 1]
 
 
 def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str, Any]:
@@ -164,8 +147,9 @@ class GatewaySink:
                 self._artifacts.add(name)
                 self._push("event", wire.artifact_event(self.ctx, name))
         preview = card.get("answerPreview")
+        # The card holds back a half-arrived word while the answer streams, so a
+        # secret never leaves in pieces here either (card.answer_preview).
         if not self._explicit_answer and isinstance(preview, str):
-            preview = settled(preview, final=card.get("status") in FINAL_STATUSES)
             if preview.removeprefix("…") and preview != self._preview:
                 self._push_answer(preview_delta(self._preview, preview))
                 self._preview = preview
