@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from boss_agent.controlplane import ControlPlane
+from boss_agent.controlplane.api import HEARTBEAT_INTERVAL_MS
 
 pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
 from tests.controlplane_support import FakeClock, error_code, pair, within
@@ -70,7 +71,7 @@ async def test_a_heartbeat_is_stored_with_its_capabilities_and_shown_to_the_page
     capabilities = {"codexAppServer": {"available": True, "version": "0.171.0", "transport": "stdio"}}
     response = await device.heartbeat(capabilities=capabilities, runningTaskIds=[], maxConcurrentTasks=2,
                                       system={"os": "linux", "cpuCount": 2})
-    assert response.json() == {"heartbeatIntervalMs": 15000, "cancelTaskIds": []}
+    assert response.json() == {"heartbeatIntervalMs": HEARTBEAT_INTERVAL_MS, "cancelTaskIds": []}
     [shown] = (await local.get("/api/local/devices")).json()["devices"]
     assert shown["deviceId"] == device.device_id and shown["deviceName"] == "kris-mbp"
     assert shown["capabilities"] == capabilities and shown["lastHeartbeatAt"] and shown["state"] == "idle"

@@ -27,7 +27,9 @@ from boss_agent.controlplane.wire import (
 )
 from boss_agent.errors import ControlPlaneError
 
-HEARTBEAT_INTERVAL_MS = 15_000  # what the contract suggests; leases last several of these
+# Loopback heartbeats are cheap, and a cancel of a task that waits on an approval reaches
+# the device only through them (the approval poll carries no cancel): 5 s, not 15.
+HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_CLAIM_WAIT_MS = 25_000
 DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
