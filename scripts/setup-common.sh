@@ -43,8 +43,10 @@ find_python312() {
 
 # ensure_venv EXTRAS — a project venv with boss-agent installed (editable) with EXTRAS.
 ensure_venv() {
-  local extras="$1" stamp python
-  stamp="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$extras"
+  local extras="$1" stamp python hash target="$ROOT"
+  hash="$(sha256sum < "$ROOT/pyproject.toml" | cut -c1-16)"
+  stamp="$VENV/.installed-$hash-${extras:-base}"
+  [ -n "$extras" ] && target="$ROOT[$extras]"
   [ -f "$stamp" ] && return 0
   if [ ! -x "$VENV/bin/python" ]; then
     python="$(find_python312)" || {
@@ -55,12 +57,12 @@ ensure_venv() {
     log "creating .venv with $("$python" --version)"
     "$python" -m venv "$VENV"
   fi
-  log "installing boss-agent[$extras] into .venv"
+  log "installing boss-agent${extras:+[$extras]} into .venv"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  if ! "$VENV/bin/python" -m pip install -q -e "$ROOT[$extras]" >"$VENV/pip.log" 2>&1; then
+  if ! "$VENV/bin/python" -m pip install -q -e "$target" >"$VENV/pip.log" 2>&1; then
     grep -v "is ignored" "$VENV/pip.log" >&2; log "pip install failed"; return 1
   fi
-  rm -f "$VENV"/.installed-*
+  find "$VENV" -maxdepth 1 -name '.installed-*' ! -name ".installed-$hash-*" -delete
   touch "$stamp"
 }
 
