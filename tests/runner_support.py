@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from boss_agent import scripted_model as sm
 from boss_agent.config import Config, load_config
 from boss_agent.tasks import ApprovalRequest
 
@@ -21,6 +22,17 @@ def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
     return load_config(overrides={
         "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
         **overrides}, environ={})
+
+
+def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: Any) -> dict[str, Any]:
+    """A module's shared set-up: a codex home on ``model`` and a permissive config.
+
+    The device allows full access so each test can ask for the sandbox it needs.
+    """
+    home = sm.write_codex_home(tmp / "codex-home", model.base_url)
+    config = make_config(tmp, codex_bin, **{"codex.sandbox": "danger-full-access",
+                                            "codex.max_sandbox": "danger-full-access", **overrides})
+    return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
 
 
 class Sink:

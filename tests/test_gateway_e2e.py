@@ -30,7 +30,7 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests import daemon_support
-from tests.runner_support import make_config, poll
+from tests.runner_support import module_env, poll
 from tests.test_gateway_support import (
     AGENT,
     FAST,
@@ -59,12 +59,7 @@ def model() -> Iterator[sm.ScriptedModel]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("gwe2e")
-    home = sm.write_codex_home(tmp / "codex-home", model.base_url)
-    config = make_config(tmp, codex_bin, **{"codex.sandbox": "danger-full-access",
-                                            "codex.max_sandbox": "danger-full-access",
-                                            "gateway.agent_types": [AGENT]})
-    return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
+    return module_env(tmp_path_factory.mktemp("gwe2e"), model, codex_bin, **{"gateway.agent_types": [AGENT]})
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -21,7 +21,7 @@ from boss_agent import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.runner_support import Sink, make_config, poll
+from tests.runner_support import Sink, make_config, module_env, poll
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.asyncio(loop_scope="module"),
@@ -36,11 +36,7 @@ def model() -> Iterator[sm.ScriptedModel]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("runner")
-    home = sm.write_codex_home(tmp / "codex-home", model.base_url)
-    config = make_config(tmp, codex_bin, **{"codex.sandbox": "danger-full-access",
-                                            "codex.max_sandbox": "danger-full-access"})
-    return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
+    return module_env(tmp_path_factory.mktemp("runner"), model, codex_bin)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
