@@ -146,6 +146,19 @@ class DirectTaskDriver:
         await self.client.turn(thread)
 
 
+class SameServerDriver:
+    """The runner's codex work through our client on the runner's own app-server: the
+    difference to the runner is the runner layer alone, with no second codex child."""
+
+    def __init__(self, env: Env, app: AppServer) -> None:
+        self.env, self.app = env, app
+        policy = resolve_policy(env.task("same"), env.config)
+        self.params = {"approvalPolicy": policy.approval_policy, "sandbox": policy.sandbox}
+
+    async def task(self) -> None:
+        await bare_turn(self.app, self.env, **self.params)
+
+
 class FactsDriver:
     """Only the runner's after-turn work (git facts, artifact scan), to show its share."""
 
@@ -181,10 +194,11 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP)
             direct = DirectTaskDriver(env, client)
             await direct.setup()
             drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app)),
-                       "facts": FactsDriver(env)}
+                       "same": SameServerDriver(env, app), "facts": FactsDriver(env)}
             times = await measure(drivers, "task", samples, warmup)
-    runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
+    runner_ms, direct_ms, same_ms = _ms(times["runner"]), _ms(times["direct"]), _ms(times["same"])
     return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
+            "same_server_ms": same_ms, "same_server_ratio": round(runner_ms / same_ms, 2),
             "after_turn_facts_ms": _ms(times["facts"]), "samples": samples}
 
 
@@ -197,10 +211,10 @@ async def _wall(work: Callable[[], Awaitable[None]]) -> float:
     return time.perf_counter() - start
 
 
-async def bare_turn(app: AppServer, env: Env) -> None:
+async def bare_turn(app: AppServer, env: Env, **thread_params: Any) -> None:
     """A task's codex work with no runner: thread/start, turn/start, follow to turn/completed."""
     client = await app.client()
-    thread = (await client.thread_start(cwd=str(env.workdir)))["thread"]["id"]
+    thread = (await client.thread_start(**{"cwd": str(env.workdir), **thread_params}))["thread"]["id"]
     async with client.listen(thread) as listener:
         await client.turn_start(thread, [{"type": "text", "text": "benchmark"}])
         async for note in listener:

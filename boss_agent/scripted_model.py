@@ -393,14 +393,20 @@ class ScriptedModel:
 
 
 def write_codex_home(home: Path, base_url: str, *, model: str = "gpt-5.5",
-                     extra_toml: str = "", stream_idle_timeout_ms: int | None = None) -> Path:
+                     extra_toml: str = "", stream_idle_timeout_ms: int | None = None,
+                     features: dict[str, bool] | None = None) -> Path:
     """Write ``home/config.toml`` pointing codex at ``base_url``; return ``home``.
 
     ``gpt-5.5`` gives the plain tool surface (exec_command, apply_patch, update_plan);
-    retries are off so failures are deterministic (facts §0).
+    retries are off so failures are deterministic (facts §0). ``shell_snapshot`` is
+    off: codex snapshots a login shell for every new thread, and on a machine whose
+    profile runs ``pyenv init`` each snapshot starts a rehash that outlives codex and,
+    when killed, leaves pyenv's lock behind for every later login shell (60 s each).
     """
     home.mkdir(parents=True, exist_ok=True)
     idle = f"stream_idle_timeout_ms = {stream_idle_timeout_ms}\n" if stream_idle_timeout_ms else ""
+    flags = {"shell_snapshot": False, **(features or {})}
+    feature_lines = "".join(f"{name} = {str(on).lower()}\n" for name, on in flags.items())
     (home / "config.toml").write_text(
         f'model = "{model}"\n'
         'approval_policy = "never"\n'
@@ -408,6 +414,7 @@ def write_codex_home(home: Path, base_url: str, *, model: str = "gpt-5.5",
         'model_provider = "scripted"\n'
         f"{extra_toml}\n"
         "[tools.update_plan]\nenabled = true\n\n"
+        f"[features]\n{feature_lines}\n"
         "[model_providers.scripted]\n"
         'name = "boss-agent scripted model"\n'
         f'base_url = "{base_url}"\n'
