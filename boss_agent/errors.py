@@ -14,6 +14,8 @@ that meets them, and chained with ``raise ... from exc``.
     │   │   ├── ConnectionClosed    the peer went away; every pending request gets this
     │   │   └── AuthRejected        the WebSocket handshake was refused (401/403)
     │   ├── RequestTimeout          no response within the request's deadline
+    │   ├── TurnNotStarted          the app-server failed before a turn began (``cause``):
+    │   │                           the runner may still fall back to another backend
     │   └── RpcError                a JSON-RPC error response (``code``, ``message``)
     │       └── ServerOverloaded    code -32001; retryable with backoff
     ├── TaskFailed                  one task cannot run or finished badly (``code``)
@@ -93,6 +95,17 @@ class AuthRejected(TransportError):
 
 class RequestTimeout(AppServerError):
     """A request got no response in time (codex may drop replies under overload)."""
+
+
+class TurnNotStarted(AppServerError):
+    """The app-server failed before a turn started, so no turn ran and a fallback may.
+
+    Raised and caught inside the runner; ``cause`` is the error that stopped it.
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(cause.__class__.__name__)
 
 
 class RpcError(AppServerError):

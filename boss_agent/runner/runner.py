@@ -15,7 +15,13 @@ from typing import Any
 
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
 from boss_agent.config import Config
-from boss_agent.errors import AppServerError, AppServerUnavailable, TaskFailed, TaskRejected
+from boss_agent.errors import (
+    AppServerError,
+    AppServerUnavailable,
+    TaskFailed,
+    TaskRejected,
+    TurnNotStarted,
+)
 from boss_agent.progress.card import final_answer
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
@@ -23,7 +29,7 @@ from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed, now_iso
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
-from boss_agent.runner.turn import AppServerTurn, TurnNotStarted, TurnOutcome
+from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Task, TaskResult, TaskSink
 
 logger = logging.getLogger(__name__)

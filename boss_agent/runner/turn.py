@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from boss_agent.errors import AppServerError, RpcError, TurnNotActive
+from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
 from boss_agent.progress.sanitize import sanitize_text
 from boss_agent.runner.approvals import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
@@ -30,14 +30,6 @@ logger = logging.getLogger(__name__)
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
-
-
-class TurnNotStarted(Exception):
-    """Internal: the app-server failed before a turn started; a fallback may run."""
-
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
-        super().__init__(cause.__class__.__name__)
 
 
 @dataclass

@@ -11,7 +11,12 @@ The daemon's own lifecycle (lock, sd_notify, watchdog, signals) is in
 """
 
 from boss_agent.service.logview import iter_log_lines, log_path, render_line
-from boss_agent.service.manager import Host, lingering_enabled, service_file, service_status
+from boss_agent.service.manager import (
+    Host,
+    lingering_enabled,
+    service_file,
+    service_status,
+)
 from boss_agent.service.plan import (
     InstallPlan,
     MakeDir,
