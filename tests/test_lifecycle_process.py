@@ -11,46 +11,26 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from boss_agent.statefile import daemon_running
 
+if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
+    from tests.notify_socket import NotifySocket
+
+pytest_plugins = ("tests.notify_socket",)  # its fixture: notify
+
 REPO = Path(__file__).resolve().parent.parent
 EVENT_TIMEOUT_S = 30  # generous: two cores shared with other test runs
 LONG_S = 600  # a grace period or task length no test waits out
-
-
-class NotifySocket:
-    """A bound AF_UNIX datagram socket, like the one systemd passes in NOTIFY_SOCKET."""
-
-    def __init__(self) -> None:
-        # sun_path is limited to 108 bytes; pytest's tmp_path can be longer.
-        self.dir = tempfile.mkdtemp(prefix="bn-", dir="/tmp")
-        self.path = os.path.join(self.dir, "notify")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.sock.settimeout(EVENT_TIMEOUT_S)
-
-    def wait_for(self, message: str) -> list[str]:
-        """Receive until ``message`` arrives; returns everything received on the way."""
-        seen: list[str] = []
-        while message not in seen:
-            seen.append(self.sock.recv(4096).decode())
-        return seen
-
-    def close(self) -> None:
-        self.sock.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Prog:
@@ -98,13 +78,6 @@ class Prog:
         self.proc.wait(timeout=EVENT_TIMEOUT_S)
         assert self.proc.stderr is not None
         self.proc.stderr.close()
-
-
-@pytest.fixture
-def notify() -> Iterator[NotifySocket]:
-    sock = NotifySocket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture

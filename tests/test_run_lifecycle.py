@@ -15,15 +15,12 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
-import socket
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import pytest
@@ -32,6 +29,11 @@ from boss_agent import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon import STATE_WRITE_S
 from tests.conftest import REPO
+
+if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
+    from tests.notify_socket import NotifySocket
+
+pytest_plugins = ("tests.notify_socket",)  # its fixture: notify
 
 pytestmark = pytest.mark.codex
 
@@ -44,29 +46,6 @@ READY_TIMEOUT_S = 60  # a cold codex start plus discovery on a loaded 2-core box
 EXIT_TIMEOUT_S = GRACE_S + 40
 CHILD_EXIT_S = 5  # a codex process still alive this long after the daemon exited leaked
 TERMINAL = ("completed", "failed", "cancelled")
-
-
-class NotifySocket:
-    """A bound AF_UNIX datagram socket, like the one systemd passes in NOTIFY_SOCKET."""
-
-    def __init__(self) -> None:
-        # sun_path is limited to 108 bytes; pytest's tmp_path can be longer.
-        self.dir = tempfile.mkdtemp(prefix="bn-", dir="/tmp")
-        self.path = os.path.join(self.dir, "notify")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.sock.setblocking(False)
-        self.seen: list[str] = []
-
-    async def wait_for(self, message: str, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        async with asyncio.timeout(timeout):
-            while message not in self.seen:
-                self.seen.append((await loop.sock_recv(self.sock, 4096)).decode())
-
-    def close(self) -> None:
-        self.sock.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @dataclass
@@ -111,13 +90,6 @@ class Setup:
 
     def output(self) -> str:
         return (self.tmp / "daemon.out").read_text(errors="replace")
-
-
-@pytest.fixture
-def notify() -> Iterator[NotifySocket]:
-    sock = NotifySocket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture
@@ -175,8 +147,8 @@ async def daemon(setup: Setup) -> AsyncIterator[asyncio.subprocess.Process]:
 async def test_run_notifies_systemd_refuses_a_second_instance_and_shows_in_status(setup: Setup) -> None:
     async with daemon(setup) as proc:
         try:
-            await setup.notify.wait_for("READY=1", READY_TIMEOUT_S)
-            await setup.notify.wait_for("WATCHDOG=1", READY_TIMEOUT_S)
+            await setup.notify.arrival("READY=1", READY_TIMEOUT_S)
+            await setup.notify.arrival("WATCHDOG=1", READY_TIMEOUT_S)
         except TimeoutError:
             pytest.fail(f"no READY/WATCHDOG; daemon said:\n{setup.output()}")
         running = await setup.status()
@@ -201,7 +173,7 @@ async def test_sigterm_during_a_task_cancels_it_after_the_grace_period_and_leave
 ) -> None:
     scripted_model.enqueue(sm.hang(sm.message("still thinking")))  # the turn can never finish
     async with daemon(setup) as proc:
-        await setup.notify.wait_for("READY=1", READY_TIMEOUT_S)
+        await setup.notify.arrival("READY=1", READY_TIMEOUT_S)
         task_id = setup.plane.submit_task("a task that cannot finish", workdir=str(workdir))
         await setup.plane.wait_task(task_id, lambda view: view["status"] == "running", READY_TIMEOUT_S)
         await asyncio.to_thread(scripted_model.wait_for_requests, 1, READY_TIMEOUT_S)
