@@ -62,6 +62,15 @@ class DirectClient:
             elif message.get("method") == "turn/completed" and self.turn_done:
                 self.turn_done.set_result(None)
 
+    async def handshake(self) -> None:
+        """``initialize`` (opting out of what boss-agent opts out of) and ``initialized``."""
+        await self.request("initialize", {
+            "clientInfo": {"name": "bench-direct", "version": "0"},
+            "capabilities": {"experimentalApi": True,
+                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)}})
+        assert self.proc.stdin
+        self.proc.stdin.write(b'{"method":"initialized"}\n')
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         assert self.proc.stdin
         self.next_id += 1
@@ -107,12 +116,7 @@ class DirectDriver:
         self.thread = ""
 
     async def setup(self, cwd: Path) -> None:
-        await self.client.request("initialize", {
-            "clientInfo": {"name": "bench-direct", "version": "0"},
-            "capabilities": {"experimentalApi": True,
-                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)}})
-        assert self.client.proc.stdin
-        self.client.proc.stdin.write(b'{"method":"initialized"}\n')
+        await self.client.handshake()
         self.thread = (await self.client.request("thread/start", {"cwd": str(cwd)}))["thread"]["id"]
 
     async def request(self) -> None:

@@ -38,7 +38,6 @@ from bench.bench_appserver import WARMUP, DirectClient, measure
 from bench.bench_daemon import NullSink, codex_bin
 from boss_agent import scripted_model as sm
 from boss_agent.appserver.client import AppServer
-from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
 from boss_agent.config import Config, load_config
 from boss_agent.runner import Runner, gitfacts
 from boss_agent.runner.policy import resolve_policy
@@ -134,12 +133,7 @@ class DirectTaskDriver:
                               "sandbox": policy.sandbox}
 
     async def setup(self) -> None:
-        await self.client.request("initialize", {
-            "clientInfo": {"name": "bench-direct", "version": "0"},
-            "capabilities": {"experimentalApi": True,
-                             "optOutNotificationMethods": list(OPT_OUT_NOTIFICATIONS)}})
-        assert self.client.proc.stdin
-        self.client.proc.stdin.write(b'{"method":"initialized"}\n')
+        await self.client.handshake()
 
     async def task(self) -> None:
         thread = (await self.client.request("thread/start", self.thread_params))["thread"]["id"]
