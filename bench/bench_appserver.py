@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_daemon import codex_bin
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.methods import OPT_OUT_NOTIFICATIONS
 from boss_agent.codexbin import child_environment, resolve_native

@@ -30,7 +30,7 @@ from typing import Any
 
 import psutil
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.codexbin import find_codex
 from boss_agent.config import load_config

@@ -36,7 +36,7 @@ import psutil
 
 from bench.bench_appserver import WARMUP, DirectClient, measure
 from bench.bench_daemon import NullSink, codex_bin
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.config import Config, load_config
 from boss_agent.runner import Runner, gitfacts

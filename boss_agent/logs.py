@@ -16,7 +16,7 @@ import time
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 LOG_FILE_BYTES = 5 * 1024 * 1024  # one rotated file; five of them bound the disk use
 LOG_FILE_BACKUPS = 5

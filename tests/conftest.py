@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.scripted_model import ScriptedModel, write_codex_home
+from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 
 # by-framework (the gateway tests' peer) writes ./by-framework.log at import unless its
 # logger already has a handler: give it one, so no test litters the working tree.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver import connect
 from boss_agent.appserver.client import AppServer, RestartPolicy
 from boss_agent.appserver.connect import Connector

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver import auth
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.connect import dial, free_loopback_port, write_private

@@ -16,7 +16,7 @@ from boss_agent.sources.boss.heartbeat import (
     clamp_interval_s,
     watch_clock,
 )
-from boss_agent.sysinfo import system_facts
+from boss_agent.daemon.sysinfo import system_facts
 
 
 def test_the_server_interval_is_obeyed_within_bounds() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from boss_agent.progress.approvals import describe_approval
+from boss_agent.progress.approval_card import describe_approval
 from boss_agent.progress.card import Card, final_answer, new_card
 from boss_agent.progress.reducer import NOTIFICATIONS, REQUESTS, reduce, reduce_exec_event
 

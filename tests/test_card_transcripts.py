@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.codexbin import child_environment, resolve_native
 from boss_agent.progress.card import Card, final_answer, new_card
 from boss_agent.progress.reducer import reduce, reduce_exec_event

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon
+from boss_agent.daemon.runtime import Daemon
 from boss_agent.errors import BossApiError
 from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
-from boss_agent.statefile import STATE_FILE
+from boss_agent.daemon.statefile import STATE_FILE
 from tests.daemon_support import WAIT_S, FaultProxy, StubRunner, make_config, wait_until
 
 FAST = RetryPolicy.fast()

@@ -17,9 +17,9 @@ import httpx
 import psutil
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon
+from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from tests.conftest import PINNED_CODEX_VERSION, REPO

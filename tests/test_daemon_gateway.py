@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon, gateway_worker_id
+from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway.registry import worker_online

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon
-from boss_agent.reload import plan_reload
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.daemon.reload import plan_reload
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from boss_agent import scripted_model as sm
-from boss_agent.demo_model import DEMO_FILE, demo_responder
+from boss_agent.demo import scripted_model as sm
+from boss_agent.demo.model import DEMO_FILE, demo_responder
 from tests.test_harness import RawCodex
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from boss_agent import doctor
+from boss_agent.cli import doctor
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import Identity, save_identity
 from tests.conftest import REPO, RedisProcess, free_port

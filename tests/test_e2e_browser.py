@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.demo_model import DEMO_FILE
+from boss_agent.demo.model import DEMO_FILE
 from tests.e2e_support import CANARY, PROMPT_WORD, UpProcess
 from tests.webdriver import chromium
 

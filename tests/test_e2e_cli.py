@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane import LocalClient
-from boss_agent.demo_model import DEMO_FILE
+from boss_agent.demo.model import DEMO_FILE
 from tests.e2e_support import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval
 
 pytestmark = pytest.mark.codex

@@ -19,11 +19,11 @@ import pytest
 import pytest_asyncio
 from by_framework.core.protocol.data_message import DataMessage
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.config import Config
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon
+from boss_agent.daemon.runtime import Daemon
 from boss_agent.runner import Runner
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.codexbin import codex_version, resolve_native
 from tests.conftest import PINNED_CODEX_VERSION
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from boss_agent.statefile import daemon_running
+from boss_agent.daemon.statefile import daemon_running
 
 if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
     from tests.notify_socket import NotifySocket

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.lifecycle import InstanceLock
-from boss_agent.statefile import (
+from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.statefile import (
     STATE_FILE,
     daemon_running,
     read_state,

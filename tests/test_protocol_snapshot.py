@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.protocol_snapshot import coverage_report, read_methods, write_snapshot
+from boss_agent.cli.protocol_snapshot import coverage_report, read_methods, write_snapshot
 from tests.conftest import PINNED_CODEX_VERSION
 
 SNAPSHOT = (Path(__file__).resolve().parent.parent / "docs" / "protocol-snapshots"

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import STATE_WRITE_S
+from boss_agent.daemon.runtime import STATE_WRITE_S
 from tests.conftest import REPO
 
 if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture

@@ -17,7 +17,7 @@ import psutil
 import pytest
 import pytest_asyncio
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task

@@ -11,7 +11,7 @@ import pytest
 from boss_agent.config import load_config
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
-from boss_agent.runner.approvals import approval_id, codex_answer
+from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.tasks import Task
@@ -169,7 +169,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     import asyncio
 
     from boss_agent.appserver.routing import ServerRequest
-    from boss_agent.runner.approvals import Approvals
+    from boss_agent.runner.approval_requests import Approvals
 
     sent: list[tuple[object, object, object]] = []
 

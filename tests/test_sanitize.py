@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from boss_agent.progress.sanitize import MASK, sanitize_text, strip_environment_notices
+from boss_agent.redact import MASK, sanitize_text, strip_environment_notices
 
 WD = "/srv/work"
 HOME = os.path.expanduser("~")

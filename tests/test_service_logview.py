@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.logs import JsonFormatter, RedactingFilter, setup_logging
-from boss_agent.service.logview import iter_log_lines, log_path, render_line
+from boss_agent.cli.logview import iter_log_lines, log_path, render_line
 
 FOLLOW_BOUND_S = 20  # a follower that finds nothing gives up after this, failing the test
 FAST_POLL_S = 0.01

@@ -33,7 +33,7 @@ from boss_agent.service import (
     plan_uninstall,
     service_status,
 )
-from boss_agent.service.commands import logs_command, service_app
+from boss_agent.cli.service import logs_command, service_app
 from boss_agent.service.manager import parse_linger
 
 SECRETS = {

@@ -11,8 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from boss_agent.cli import app
-from boss_agent.cli_support import G, guarded
+from boss_agent.cli.app import app
+from boss_agent.cli.support import G, guarded
 from boss_agent.errors import ConfigError, StateError
 
 

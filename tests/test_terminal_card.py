@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from boss_agent.terminal_card import render_card
+from boss_agent.cli.terminal_card import render_card
 
 
 def draw(view: dict) -> str:

@@ -38,7 +38,7 @@ from boss_agent.appserver.routing import Notification, ServerRequest, ThreadList
 from boss_agent.appserver.rpc import RequestId
 from boss_agent.config import CodexSettings, Config
 from boss_agent.errors import AppServerError, AppServerUnavailable
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 __all__ = ["AppServer", "AppServerClient", "Notification", "OverloadPolicy", "RestartPolicy",
            "ServerRequest", "ThreadListener"]

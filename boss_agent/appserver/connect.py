@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from boss_agent.appserver import auth
-from boss_agent.appserver.process import ChildProcess, spawn_app_server
+from boss_agent.appserver.child import ChildProcess, spawn_app_server
 from boss_agent.appserver.rpc import Dispatcher, RequestId
 from boss_agent.appserver.transports import (
     StdioTransport,
@@ -41,7 +41,7 @@ from boss_agent.errors import (
     AuthRejected,
     RpcError,
 )
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from typing import Any
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.errors import AppServerError
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus
 
-from boss_agent.appserver.process import ChildProcess
+from boss_agent.appserver.child import ChildProcess
 from boss_agent.errors import AppServerUnavailable, AuthRejected, ConnectionClosed
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 

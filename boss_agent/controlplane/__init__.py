@@ -12,7 +12,7 @@ Modules, by responsibility:
     security.py  the doors: loopback Host, same Origin, installation secret
     core.py      operations + their notifications (long-poll wake-ups, live events)
     queue.py     tasks and leases (the lifecycle is drawn there); who may touch approvals
-    approvals.py approval requests and decisions (incl. userInput answers)
+    approval_store.py approval requests and decisions (incl. userInput answers)
     devices.py   pairing codes, devices, heartbeats
     events.py    long-poll signals and the SSE broadcaster
     db.py        SQLite connection and schema

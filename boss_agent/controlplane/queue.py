@@ -29,10 +29,10 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from boss_agent.controlplane.approvals import Approvals
+from boss_agent.controlplane.approval_store import Approvals
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError, TaskRejected
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 from boss_agent.tasks import parse_task
 
 TASK_FIELDS = (

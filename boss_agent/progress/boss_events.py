@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from boss_agent.progress import approvals
+from boss_agent.progress import approval_card as approvals
 from boss_agent.progress.card import TERMINAL, Branch, Card, Reasoning, Step
 from boss_agent.progress.items import add_artifact, close_open_items
 from boss_agent.progress.notifications import add_warning

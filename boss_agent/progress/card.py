@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from boss_agent.progress.sanitize import (
+from boss_agent.redact import (
     ENVELOPE_TAGS,
     sanitize_text,
     settled_prefix,

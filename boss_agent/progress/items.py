@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from boss_agent.progress import approvals
+from boss_agent.progress import approval_card as approvals
 from boss_agent.progress.card import (
     Artifact,
     BackgroundAgent,

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from boss_agent.progress import approvals, boss_events
+from boss_agent.progress import boss_events
+
+from boss_agent.progress import approval_card as approvals
 from boss_agent.progress import notifications as n
 from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event

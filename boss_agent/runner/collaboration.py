@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from boss_agent.errors import AppServerError, TaskFailed
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 

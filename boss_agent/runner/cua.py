@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent.errors import AppServerError
-from boss_agent.runner.subprocs import run_probe
+from boss_agent.runner.helper_cmd import run_probe
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from boss_agent.codexbin import CodexBinary, child_environment
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.turn import TurnOutcome
 

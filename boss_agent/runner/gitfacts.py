@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from boss_agent.runner.subprocs import run_probe
+from boss_agent.runner.helper_cmd import run_probe
 
 logger = logging.getLogger(__name__)
 

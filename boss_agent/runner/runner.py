@@ -23,7 +23,7 @@ from boss_agent.errors import (
     TurnNotStarted,
 )
 from boss_agent.progress.card import final_answer
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun

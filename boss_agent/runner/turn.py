@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
-from boss_agent.progress.sanitize import sanitize_text
-from boss_agent.runner.approvals import APPROVAL_METHODS, Approvals
+from boss_agent.redact import sanitize_text
+from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
-from boss_agent.runner.processes import kill_turn_processes
+from boss_agent.runner.cancel_sweep import kill_turn_processes
 
 logger = logging.getLogger(__name__)
 

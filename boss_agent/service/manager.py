@@ -21,7 +21,7 @@ from typing import Any
 from boss_agent.config import Config
 from boss_agent.errors import ServiceError
 from boss_agent.service import units
-from boss_agent.statefile import daemon_running
+from boss_agent.daemon.statefile import daemon_running
 
 QUERY_TIMEOUT_S = 10  # a read-only systemctl/loginctl/launchctl query; never hang `status`
 PLATFORMS = ("linux", "darwin")

@@ -29,7 +29,7 @@ import boss_agent
 from boss_agent.codexbin import find_codex
 from boss_agent.config import Config
 from boss_agent.errors import AppServerUnavailable, ServiceError
-from boss_agent.progress.sanitize import mask_secrets
+from boss_agent.redact import mask_secrets
 from boss_agent.service import units
 from boss_agent.service.manager import Host, lingering_enabled, service_file
 

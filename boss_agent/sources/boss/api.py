@@ -19,7 +19,7 @@ import httpx
 
 from boss_agent import __version__
 from boss_agent.errors import BossApiError, BossUnreachable, TaskGone, Unauthorized
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 from boss_agent.sources.boss.retry import RetryPolicy, parse_retry_after
 
 logger = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from boss_agent.errors import TaskRejected
-from boss_agent.progress.sanitize import sanitize_text
-from boss_agent.slots import Slots
+from boss_agent.redact import sanitize_text
+from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss.api import BossApi
-from boss_agent.sources.boss.approvals import RemoteApprovals
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.progress import ProgressUploader
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
 from boss_agent.tasks import (

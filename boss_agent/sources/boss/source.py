@@ -18,9 +18,9 @@ from typing import Any
 from boss_agent import __version__
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
-from boss_agent.slots import Slots
+from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
-from boss_agent.sources.boss.approvals import RemoteApprovals
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.flusher import SpoolFlusher
 from boss_agent.sources.boss.heartbeat import (
     HeartbeatLoop,

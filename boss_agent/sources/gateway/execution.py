@@ -26,8 +26,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from boss_agent.progress.sanitize import sanitize_text
-from boss_agent.slots import Slots
+from boss_agent.redact import sanitize_text
+from boss_agent.daemon.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
     TERMINAL,

@@ -19,7 +19,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.tasks import ApprovalRequest

@@ -22,12 +22,12 @@ from pathlib import Path
 
 from boss_agent.config import Config
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon import Daemon
-from boss_agent.demo_model import demo_responder
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.demo.model import demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity
-from boss_agent.scripted_model import ScriptedModel, write_codex_home
+from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.task_follow import controlplane_dir
+from boss_agent.cli.task_follow import controlplane_dir
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from typing import Annotated
 
 import typer
 
-from boss_agent.cli_support import build_config, guarded
+from boss_agent.cli.support import build_config, guarded
 from boss_agent.config import Config
-from boss_agent.service.logview import iter_log_lines
+from boss_agent.cli.logview import iter_log_lines
 from boss_agent.service.manager import service_status
 from boss_agent.service.plan import InstallPlan, apply, plan_install, plan_uninstall
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.live import Live
 
 from boss_agent.controlplane import LocalClient
-from boss_agent.terminal_card import render_card
+from boss_agent.cli.terminal_card import render_card
 
 PROMPT_DECISIONS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline"}
 

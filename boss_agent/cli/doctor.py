@@ -33,7 +33,7 @@ from boss_agent.errors import (
     Unauthorized,
 )
 from boss_agent.identity import TOKEN_FILE, load_identity
-from boss_agent.progress.sanitize import mask_secrets
+from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
 

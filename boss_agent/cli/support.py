@@ -21,7 +21,7 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from boss_agent.config import Config, load_config
 from boss_agent.errors import BossAgentError, ConfigError
-from boss_agent.progress.sanitize import mask_secrets
+from boss_agent.redact import mask_secrets
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2

@@ -24,9 +24,9 @@ from boss_agent.codexbin import codex_version, find_codex
 from boss_agent.config import Config
 from boss_agent.errors import AppServerError, StateError
 from boss_agent.identity import TOKEN_FILE, Identity, load_identity
-from boss_agent.progress.sanitize import mask_secrets, relativize_paths
+from boss_agent.redact import mask_secrets, relativize_paths
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR
-from boss_agent.statefile import STATE_FILE, read_state, status_snapshot
+from boss_agent.daemon.statefile import STATE_FILE, read_state, status_snapshot
 
 
 def clean(value: Any) -> Any:

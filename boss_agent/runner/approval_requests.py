@@ -16,8 +16,8 @@ import hashlib
 import logging
 from typing import Any
 
-from boss_agent.progress.approvals import describe_approval
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.progress.approval_card import describe_approval
+from boss_agent.redact import sanitize_text
 from boss_agent.runner.feed import CardFeed
 from boss_agent.tasks import ApprovalRequest, TaskSink
 

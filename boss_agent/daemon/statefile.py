@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent.errors import StateError
-from boss_agent.lifecycle import lock_holder
-from boss_agent.progress.sanitize import mask_secrets
+from boss_agent.daemon.lifecycle import lock_holder
+from boss_agent.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 

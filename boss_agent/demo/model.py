@@ -9,7 +9,7 @@ message), so the responder is a pure function and any number of tasks can run at
 
 from __future__ import annotations
 
-from boss_agent import scripted_model as sm
+from boss_agent.demo import scripted_model as sm
 
 DEMO_FILE = "BOSS_DEMO.md"
 _PLAN = ("Look at the project", "Write a note", "Answer")

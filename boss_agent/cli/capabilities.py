@@ -14,7 +14,7 @@ from boss_agent.appserver.discovery import DiscoveryCache, load_cached
 from boss_agent.config import Config
 from boss_agent.errors import AppServerError
 from boss_agent.identity import ensure_state_dir
-from boss_agent.status import clean
+from boss_agent.cli.status import clean
 
 _KEYS = ("models", "defaultModel", "fastModel", "deepModel", "providerCapabilities",
          "skills", "plugins", "apps")

@@ -33,7 +33,7 @@ from boss_agent import __version__
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
-from boss_agent.lifecycle import (
+from boss_agent.daemon.lifecycle import (
     READY,
     STOPPING,
     InstanceLock,
@@ -41,11 +41,11 @@ from boss_agent.lifecycle import (
     Watchdog,
     sd_notify,
 )
-from boss_agent.reload import log_reload, plan_reload
-from boss_agent.slots import Slots
+from boss_agent.daemon.reload import log_reload, plan_reload
+from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
-from boss_agent.statefile import utc_now, write_state
-from boss_agent.sysinfo import system_facts
+from boss_agent.daemon.statefile import utc_now, write_state
+from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from boss_agent.logs import LOG_FILE_BACKUPS
-from boss_agent.progress.sanitize import mask_secrets
+from boss_agent.redact import mask_secrets
 
 LOG_FILE = "boss-agent.log"
 FOLLOW_POLL_S = 0.5  # `logs -f` cadence: a person reads along, half a second is live enough

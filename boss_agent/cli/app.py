@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from boss_agent import __version__
-from boss_agent.cli_support import (
+from boss_agent.cli.support import (
     G,
     build_config,
     emit,
@@ -58,7 +58,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable outpu
 @app.command()
 def status(as_json: JsonOption = False) -> None:
     """Paired or not, daemon running or not, codex, discovery, tasks, spool; no daemon round trip."""
-    from boss_agent.status import collect_status
+    from boss_agent.cli.status import collect_status
 
     emit(guarded(lambda: collect_status(build_config())), as_json, render_pairs)
 
@@ -75,7 +75,7 @@ def _render_checks(checks: list[dict[str, Any]]) -> None:
 @app.command()
 def doctor(as_json: JsonOption = False) -> None:
     """Check the set-up, each check ok / warn / fail with a fix; exit 1 when any check fails."""
-    from boss_agent.doctor import run_checks
+    from boss_agent.cli.doctor import run_checks
 
     quiet_logs()
     checks = guarded(lambda: run_checks(G.config_path))
@@ -90,7 +90,7 @@ def capabilities(
     refresh: Annotated[bool, typer.Option("--refresh", help="run discovery now and save it")] = False,
 ) -> None:
     """The app-server's models, skills, plugins and apps as last discovered, and their age."""
-    from boss_agent.capabilities import (
+    from boss_agent.cli.capabilities import (
         cached_capabilities,
         refresh_capabilities,
         render,
@@ -137,7 +137,7 @@ def unpair() -> None:
 @app.command()
 def run() -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
-    from boss_agent.daemon import Daemon
+    from boss_agent.daemon.runtime import Daemon
     from boss_agent.logs import setup_logging
 
     def start() -> None:
@@ -156,7 +156,7 @@ def up(
 ) -> None:
     """The local control plane and the daemon, paired, in one command."""
     from boss_agent.logs import setup_logging
-    from boss_agent.up import DEFAULT_PORT, run_up
+    from boss_agent.cli.up import DEFAULT_PORT, run_up
 
     def ready(url: str) -> None:
         typer.echo(f"boss-agent is up. Open the web page:\n  {url}", err=False)
@@ -182,7 +182,7 @@ def task(
     from rich.console import Console
 
     from boss_agent.controlplane import LocalClient
-    from boss_agent.task_follow import controlplane_dir, submit_and_follow
+    from boss_agent.cli.task_follow import controlplane_dir, submit_and_follow
 
     fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
     if thread:
@@ -207,7 +207,7 @@ def devserver(
 ) -> None:
     """Only the local control plane (no daemon)."""
     from boss_agent.controlplane import serve
-    from boss_agent.task_follow import controlplane_dir
+    from boss_agent.cli.task_follow import controlplane_dir
 
     def run() -> None:
         path = db or controlplane_dir(build_config().state_dir) / "controlplane.db"
@@ -231,7 +231,7 @@ def protocol_snapshot(
 ) -> None:
     """Write the installed codex's schema, TS bindings, method list and coverage."""
     from boss_agent.codexbin import find_codex
-    from boss_agent.protocol_snapshot import write_snapshot
+    from boss_agent.cli.protocol_snapshot import write_snapshot
 
     def run() -> Path:
         return write_snapshot(find_codex(build_config().codex.bin), out)
@@ -240,7 +240,7 @@ def protocol_snapshot(
 
 
 def _mount_service_commands() -> None:
-    from boss_agent.service.commands import logs_command, service_app
+    from boss_agent.cli.service import logs_command, service_app
 
     app.add_typer(service_app, name="service")
     app.command("logs", help="Show the daemon's log (-f to follow).")(logs_command)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from boss_agent.codexbin import child_environment, find_codex, resolve_native
 from boss_agent.errors import AppServerUnavailable
-from boss_agent.progress.sanitize import sanitize_text
+from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The command line: thin typer commands, their renderers and the service commands."""
