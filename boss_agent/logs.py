@@ -29,7 +29,7 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # a bad format string must not kill logging
+        except Exception:  # noqa: BLE001 - a bad format string must not kill logging
             message = str(record.msg)
         record.msg = sanitize_text(message, limit=MAX_MESSAGE_CHARS)
         record.args = None

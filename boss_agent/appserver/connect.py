@@ -228,7 +228,7 @@ async def _poll_listening(child: ChildProcess, readyz: str | None, socket_path: 
         while True:
             if not child.running:
                 raise AppServerUnavailable(f"codex app-server listener exited (code {child.proc.returncode})")
-            if socket_path is not None and socket_path.exists():
+            if socket_path is not None and socket_path.exists():  # noqa: ASYNC240 - one stat, no I/O wait
                 return
             if readyz is not None:
                 try:

@@ -52,7 +52,9 @@ class LocalClient:
         try:
             secret = (directory / SECRET_FILE).read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise ControlPlaneError(503, "no_secret", f"cannot read the control plane's secret ({exc.strerror})") from exc
+            raise ControlPlaneError(
+                503, "no_secret", f"cannot read the control plane's secret ({exc.strerror})"
+            ) from exc
         return cls(url, secret)
 
     async def __aenter__(self) -> Self:

@@ -9,7 +9,8 @@ Redis outages are retried with the policy object and never end it.
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
 passes the ``Slots`` it shares with the Boss source, so both together stay within
 ``max_concurrent_tasks``. The agent-type reader reads only while a slot is free (and
-at most that many entries), so a busy worker leaves work in the stream for its peers. A task suspended on an approval gives its slot back (and has
+at most that many entries), so a busy worker leaves work in the stream for its peers.
+A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
 
