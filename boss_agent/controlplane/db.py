@@ -114,7 +114,8 @@ class Database:
         self.conn.execute("COMMIT")
 
     def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        return self.conn.execute(sql, args).fetchone()
+        row: sqlite3.Row | None = self.conn.execute(sql, args).fetchone()
+        return row
 
     def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
         return self.conn.execute(sql, args).fetchall()

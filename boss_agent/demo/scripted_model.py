@@ -256,7 +256,7 @@ class ScriptedModel:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedModel:
         self._thread.start()

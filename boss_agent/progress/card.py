@@ -395,7 +395,7 @@ FINISHED = ("completed", "failed", "cancelled")
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
     if card.answer and card.answer != card.final_text and card.status not in FINISHED:
-        text = settled_prefix(text)  # still streaming: no half-arrived secret goes out
+        text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress import approval_card as approvals
 from boss_agent.progress.card import (
     Artifact,
@@ -180,8 +181,8 @@ def dynamic_tool_call(card: Card, item: Mapping[str, Any], done: bool) -> Card:
 
 
 def web_search(card: Card, item: Mapping[str, Any], done: bool) -> Card:
-    action = item.get("action") if isinstance(item.get("action"), Mapping) else {}
-    summary = _WEB_ACTION.get(action.get("type"), "web search")
+    action = mapping(item.get("action"))
+    summary = _WEB_ACTION.get(str(action.get("type")), "web search")
     return _activity(card, item, "web_search", "completed" if done else "inProgress", summary)
 
 

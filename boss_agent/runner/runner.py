@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
 from boss_agent.config import Config
@@ -32,13 +32,16 @@ from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Task, TaskResult, TaskSink
 
+if TYPE_CHECKING:
+    from boss_agent.appserver.client import AppServer
+
 logger = logging.getLogger(__name__)
 
 
 class Runner:
     """Implements ``boss_agent.tasks.TaskRunner``."""
 
-    def __init__(self, config: Config, app: Any, *, codex_home: Path | None = None,
+    def __init__(self, config: Config, app: AppServer, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.config = config
         self.app = app

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ class BossSource:
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
             tg.create_task(self.flusher.run(self.authorized), name="boss spool"),
             tg.create_task(self._repair_watch(), name="boss pairing watch"),
-            tg.create_task(watch_clock(self.on_resume, **({"wall": self.clock} if self.clock else {})),
+            tg.create_task(watch_clock(self.on_resume, wall=self.clock or time.time),
                            name="clock watch"),
         ]
 

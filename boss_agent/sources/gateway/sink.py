@@ -221,7 +221,8 @@ class GatewaySink:
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
             return wire.card_event(self.ctx, value)
-        return value
+        event: dict[str, Any] = value  # already a rendered event
+        return event
 
     def _push(self, kind: str, value: Any) -> None:
         if kind == "card":  # only the newest card matters
