@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
+from boss_agent.aio import race
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
@@ -296,7 +297,7 @@ class Daemon:
         if self.gateway is not None:
             self.gateway.stop_accepting()
         self.write_state()
-        await self._first(self._all_idle(source), self.shutdown.force_cancel.wait())
+        await race(self._all_idle(source), self.shutdown.force_cancel.wait())
         if source.runs.running:
             source.runs.cancel_all()
             with contextlib.suppress(TimeoutError):
@@ -314,11 +315,3 @@ class Daemon:
         if self.gateway is not None:
             await self.gateway.wait_idle()
 
-    @staticmethod
-    async def _first(*waits: Any) -> None:
-        """Return when the first of ``waits`` finishes; cancel the others."""
-        async with asyncio.TaskGroup() as tg:
-            jobs = [tg.create_task(w) for w in waits]
-            await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
-            for job in jobs:
-                job.cancel()

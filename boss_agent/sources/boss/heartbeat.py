@@ -11,13 +11,13 @@ and heartbeats at once instead of waiting out a stale interval.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from boss_agent.aio import periodic
 from boss_agent.errors import BossAgentError, Unauthorized
 
 logger = logging.getLogger(__name__)
@@ -52,12 +52,8 @@ class HeartbeatLoop:
         self.count = 0
 
     async def run(self, authorized: asyncio.Event) -> None:
-        while True:
-            await authorized.wait()
-            self.now.clear()
+        async for _ in periodic(self.interval_s, wake=self.now, gate=authorized):
             await self.beat()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.now.wait(), self.interval_s)
 
     async def beat(self) -> None:
         try:
