@@ -45,9 +45,10 @@ from boss_agent.daemon.lifecycle import (
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
-from boss_agent.daemon.statefile import utc_now, write_state
+from boss_agent.daemon.statefile import write_state
 from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.tasks import TaskRunner
+from boss_agent.timefmt import utc_now
 
 if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loads no Redis
     from boss_agent.appserver.client import AppServer

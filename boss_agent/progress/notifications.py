@@ -9,7 +9,6 @@ raw realtime items, config file paths, compaction turn ids.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from boss_agent.jsonshape import mapping
@@ -29,6 +28,7 @@ from boss_agent.progress.card import (
     key_of,
 )
 from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
+from boss_agent.timefmt import utc_iso
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
 TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPreview ≤ 200 chars
@@ -37,7 +37,7 @@ TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPrev
 def epoch_iso(seconds: Any) -> str | None:
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(seconds)
 
 
 def add_warning(card: Card, kind: str, message: Any) -> Card:

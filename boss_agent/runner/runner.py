@@ -27,10 +27,11 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
-from boss_agent.runner.feed import CardFeed, now_iso
+from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Task, TaskResult, TaskSink
+from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from boss_agent.appserver.client import AppServer
@@ -224,7 +225,7 @@ class Runner:
             result.error_message = sanitize_text(result.error_message, workdir=workdir)
         if result.backend is None and ctx is not None and ctx.ran:
             result.backend = "app_server"
-        await feed.event("finished", status=result.status, at=now_iso())
+        await feed.event("finished", status=result.status, at=utc_iso(ms=True))
         result.execution_progress = feed.to_dict()
         if ctx is not None:
             logger.info("task %s finished %s (backend %s)", ctx.task.task_id, result.status, result.backend)

@@ -14,11 +14,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from boss_agent.aio import periodic
 from boss_agent.errors import BossAgentError, Unauthorized
+from boss_agent.timefmt import utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ def clamp_interval_s(interval_ms: Any, current_s: float) -> float:
     return min(MAX_HEARTBEAT_INTERVAL_S, max(MIN_HEARTBEAT_INTERVAL_S, interval_ms / 1000))
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class HeartbeatLoop:
