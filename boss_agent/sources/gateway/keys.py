@@ -8,7 +8,7 @@ neither reach another key (``:``), a path (``/``, ``..``) nor a glob (``*``).
 from __future__ import annotations
 
 import re
-from typing import TypeGuard
+from typing import TypedDict, TypeGuard
 
 from redis.typing import EncodableT, FieldT
 
@@ -33,6 +33,20 @@ def valid_id(value: object) -> TypeGuard[str]:
 
 
 StreamFields = dict[FieldT, EncodableT]  # an entry's fields as redis-py's XADD takes them
+
+# What the stream commands return with ``decode_responses`` off (redis-py annotates every
+# reply as a union of all RESP types, so the gateway names the shapes it relies on).
+StreamReply = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]  # XREADGROUP
+ClaimReply = list[tuple[bytes, dict[bytes, bytes] | None]]  # XCLAIM: None for an entry deleted since
+
+
+class PendingEntry(TypedDict):
+    """One row of XPENDING's extended form, as redis-py parses it."""
+
+    message_id: bytes
+    consumer: bytes
+    time_since_delivered: int
+    times_delivered: int
 
 
 def text(value: bytes | str) -> str:
