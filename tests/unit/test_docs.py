@@ -7,7 +7,7 @@ import pytest
 
 from boss_agent.config import KEYS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
