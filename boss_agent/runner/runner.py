@@ -30,7 +30,7 @@ from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
-from boss_agent.tasks import Task, TaskResult, TaskSink
+from boss_agent.tasks import Backend, Task, TaskResult, TaskSink
 from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
@@ -187,15 +187,13 @@ class Runner:
 
     # ---------------------------------------------------------------- results
 
-    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: str,
-                fallback_from: str | None = None) -> TaskResult:
+    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: Backend,
+                fallback_from: Backend | None = None) -> TaskResult:
         answer = final_answer(ctx.feed.card) or (
             sanitize_text(outcome.last_answer, workdir=ctx.workdir, limit=MAX_RESULT_CHARS)
             if outcome.last_answer else None)
         return TaskResult(
-            status=outcome.status,  # type: ignore[arg-type]
-            backend=backend,  # type: ignore[arg-type]
-            fallback_from=fallback_from,  # type: ignore[arg-type]
+            status=outcome.status, backend=backend, fallback_from=fallback_from,
             codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
             result_text=answer if outcome.status == "completed" else None,
             error_code=outcome.error_code if outcome.status != "completed" else None,

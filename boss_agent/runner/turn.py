@@ -28,6 +28,7 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.cancel_sweep import kill_turn_processes
+from boss_agent.tasks import Status
 
 if TYPE_CHECKING:
     from boss_agent.appserver.methods import AppServerClient
@@ -41,7 +42,7 @@ MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged
 
 @dataclass
 class TurnOutcome:
-    status: str  # completed | failed | cancelled
+    status: Status
     error_code: str | None = None
     error_message: str | None = None
     last_answer: str | None = None
