@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +23,7 @@ from boss_agent.redact import (
     settled_prefix,
     strip_environment_notices,
 )
+from boss_agent.timefmt import utc_iso
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
@@ -289,8 +289,7 @@ def _public_fields() -> tuple[str, ...]:
 def iso(value: Any) -> str | None:
     """Timestamps are kept as codex's ``emittedAtMs`` (cheap) and rendered here."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, UTC).isoformat(timespec="milliseconds").replace(
-            "+00:00", "Z")
+        return utc_iso(value / 1000, ms=True)
     return _clean(value, None, 40) if isinstance(value, str) else None
 
 
@@ -395,7 +394,7 @@ FINISHED = ("completed", "failed", "cancelled")
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
     if card.answer and card.answer != card.final_text and card.status not in FINISHED:
-        text = settled_prefix(text)  # still streaming: no half-arrived secret goes out
+        text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None

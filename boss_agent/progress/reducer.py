@@ -68,7 +68,7 @@ def _item(params: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
     item = params.get("item")
     if not isinstance(item, Mapping):
         return {}, None
-    return item, ITEMS.get(item.get("type"), (None, ""))[0]
+    return item, ITEMS.get(str(item.get("type")), (None, ""))[0]
 
 
 def item_started(card: Card, params: Mapping[str, Any]) -> Card:
@@ -118,7 +118,7 @@ def plan_updated(card: Card, params: Mapping[str, Any]) -> Card:
     steps = []
     for entry in plan:
         if isinstance(entry, Mapping) and isinstance(entry.get("step"), str):
-            steps.append(Step(entry["step"], _STEP_STATUS.get(entry.get("status"), "pending")))
+            steps.append(Step(entry["step"], _STEP_STATUS.get(str(entry.get("status")), "pending")))
     return card.evolve(steps=tuple(steps))
 
 
@@ -275,7 +275,7 @@ def _unknown(card: Card, method: Any) -> Card:
     return card.evolve(ignored_count=card.ignored_count + 1, unknown_methods=names)
 
 
-def reduce(card: Card, message: dict) -> Card:
+def reduce(card: Card, message: dict[str, Any]) -> Card:
     """The next card after one wire message (notification, server request or boss event)."""
     if type(message) is not dict and not isinstance(message, Mapping):
         return _unknown(card, None)

@@ -73,7 +73,8 @@ class Browser:
         value = response.json().get("value")
         if response.status_code != 200:
             message = value.get("message", "") if isinstance(value, dict) else value
-            raise WebDriverError(f"{method} {path}: {str(message).splitlines()[0] if message else response.status_code}")
+            detail = str(message).splitlines()[0] if message else response.status_code
+            raise WebDriverError(f"{method} {path}: {detail}")
         return value
 
     async def open(self, url: str) -> None:
@@ -108,7 +109,7 @@ class Browser:
 
     async def screenshot(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(await self.command("GET", "/screenshot")))
+        path.write_bytes(base64.b64decode(await self.command("GET", "/screenshot")))  # noqa: ASYNC240 - test artefact
 
 
 async def _await_banner(proc: asyncio.subprocess.Process) -> None:

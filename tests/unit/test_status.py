@@ -20,7 +20,8 @@ from boss_agent.config import Config, load_config
 from boss_agent.identity import Identity, save_identity
 from boss_agent.daemon.lifecycle import InstanceLock
 from boss_agent.sources.boss.spool import CompletionSpool
-from boss_agent.daemon.statefile import utc_now, write_state
+from boss_agent.daemon.statefile import write_state
+from boss_agent.timefmt import utc_now
 from boss_agent.cli.status import collect_status
 from boss_agent.tasks import TaskResult
 from tests.conftest import REPO

@@ -19,6 +19,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from boss_agent.aio import race
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -221,7 +222,8 @@ class GatewaySink:
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
             return wire.card_event(self.ctx, value)
-        return value
+        event: dict[str, Any] = value  # already a rendered event
+        return event
 
     def _push(self, kind: str, value: Any) -> None:
         if kind == "card":  # only the newest card matters
@@ -241,9 +243,5 @@ class GatewaySink:
 
 async def _first(future: asyncio.Future[wire.Resume], cancel: asyncio.Event) -> wire.Resume | None:
     """The RESUME, or None when the task is cancelled first."""
-    cancelled = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        cancelled.cancel()
-    return future.result() if future.done() and not future.cancelled() else None
+    resumed, _ = await race(future, cancel.wait())  # the future is the registry's: watched only
+    return resumed.result() if resumed.done() and not resumed.cancelled() else None

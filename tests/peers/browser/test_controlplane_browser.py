@@ -58,7 +58,8 @@ async def test_the_page_shows_a_device_and_a_task_and_records_an_approval_clicke
         await browser.wait_for(f"{task_css} .status", "waitingApproval")
         await browser.wait_for(f'{task_css} .step[data-status="inProgress"]', "Fix the test")
         for part, text in ((".tools", "ran a command"), (".file-changes", "src/parser.py"),
-                           (".branch", "fix-parser"), (".token-usage", "1500"), (".warnings", "rerouted"), (".details", "gpt-a → gpt-b"), (".details", "agent reviewer")):
+                           (".branch", "fix-parser"), (".token-usage", "1500"), (".warnings", "rerouted"),
+                           (".details", "gpt-a → gpt-b"), (".details", "agent reviewer")):
             await browser.wait_for(f"{task_css} {part}", text)
 
         async with asyncio.TaskGroup() as group:

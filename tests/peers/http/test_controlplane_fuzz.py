@@ -22,7 +22,8 @@ from boss_agent.controlplane import ControlPlane
 START_TIMEOUT_S = 30  # the server thread binds its port well within this
 STOP_TIMEOUT_S = 30
 
-json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30)
+json_scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30))
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
 KEYS = ("deviceId", "pairingCode", "slots", "waitMs", "seq", "executionProgress", "status", "backend",
