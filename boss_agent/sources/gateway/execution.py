@@ -65,6 +65,7 @@ class Shared:
     slots: Slots
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
+    fleet: Any = None  # fleet.Fleet: where threads and turns are published (None in bare tests)
 
     async def ack(self, entry: Entry) -> None:
         await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)
@@ -125,16 +126,17 @@ class Reporter:
         return written
 
     async def finish(self, status: str, *, text: str = "", code: str = "", message: str = "",
-                     reason: str = "") -> None:
+                     reason: str = "", metadata: dict[str, Any] | None = None) -> None:
+        """``metadata`` (codexThreadRef, turnId) rides on finalAnswer and appStreamResponse."""
         ctx = self.publisher.ctx
         events = []
         if text:
-            events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT))
+            events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT, metadata=metadata))
         if status != "COMPLETED":
             detail = sanitize_text(_detail(status, code, message, reason))
             events.append(wire.state_event(ctx, status.lower(), state_msg=detail,
                                            metadata={"errorCode": code} if code else None))
-        events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT))
+        events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT, metadata=metadata))
         error = {"code": code, "message": sanitize_text(message or code)} if code else None
         if not await self.set_status(status, error=error,
                                      **({"cancel_reason": reason} if reason else {})):
@@ -158,6 +160,12 @@ class Reporter:
         stream, fields = wire.reply_to_caller(self.header, self.publisher.ctx.agent_type,
                                               status, text, reply)
         await self.shared.policy.call("caller reply", self.shared.redis.xadd, stream, fields)
+
+
+def thread_metadata(result: TaskResult) -> dict[str, str]:
+    """What a client needs to continue the thread or steer the turn, once known."""
+    known = {"codexThreadRef": result.codex_thread_ref, "turnId": result.turn_id}
+    return {k: v for k, v in known.items() if v}
 
 
 def _detail(status: str, code: str, message: str, reason: str) -> str:
@@ -184,6 +192,8 @@ class Execution:
         self.holding_slot = True  # the caller acquired it for us
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
+        if shared.fleet is not None:
+            self.sink.on_turn = shared.fleet.turn_started
 
     @property
     def message_id(self) -> str:
@@ -269,9 +279,19 @@ class Execution:
         status = _WIRE_STATUS.get(result.status, "FAILED")
         text = sanitize_text(result.result_text, workdir=self.task.workdir, limit=None) \
             if result.result_text else ""
+        await self._release_turn(result)
         await self.reporter.finish(status, text=text, code=result.error_code or "",
                                    message=result.error_message or "",
-                                   reason=self.cancel_reason if status == "CANCELLED" else "")
+                                   reason=self.cancel_reason if status == "CANCELLED" else "",
+                                   metadata=thread_metadata(result))
+
+    async def _release_turn(self, result: TaskResult) -> None:
+        if self.shared.fleet is None:
+            return
+        try:
+            await self.shared.fleet.task_ended(result.codex_thread_ref, result.turn_id)
+        except Exception as exc:  # noqa: BLE001 - the registry is advisory; the result must go out
+            logger.warning("could not update the thread registry (%s)", type(exc).__name__)
 
     async def _suspend(self) -> None:
         await self.reporter.set_status("WAITING_USER")

@@ -56,6 +56,7 @@ from boss_agent.sources.gateway.execution import (
     Shared,
     classify_start,
 )
+from boss_agent.sources.gateway.fleet import Fleet
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -96,6 +97,8 @@ class Gateway:
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
                              worker_id, self.group, runner, slots or Slots(max_concurrent),
                              agent_types[0])
+        self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
+                                               config.projects)
         self.executions: dict[str, Execution] = {}
         self._starting: set[str] = set()
         self._early_cancels: dict[str, tuple[str, bool]] = {}
@@ -141,9 +144,10 @@ class Gateway:
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
         presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
-                                  self.timing.lease_ttl_s)
+                                  self.timing.lease_ttl_s, self.fleet.record())
         try:
             await self.shared.policy.call("lease", presence.acquire)
+            await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
             async with asyncio.TaskGroup() as tg:
@@ -193,6 +197,7 @@ class Gateway:
                 raise
             if retaken:  # Redis lost its data: the groups are gone too
                 await self.shared.policy.call("groups", self._ensure_groups)
+            await self.shared.policy.call("fleet", self.fleet.refresh)
 
     # --- reading ----------------------------------------------------------------------
     async def _read(self, streams: dict[KeyT, StreamIdT], count: int, block: int | None) -> list[tuple[Entry, Any]]:
@@ -350,8 +355,8 @@ class Gateway:
                 logger.warning("a task started by a worker that is gone is reported failed, not re-run")
                 await reporter.finish("FAILED", code="agent_restarted",
                                       message="the worker running this task stopped; it was not re-run")
-            else:
-                return Execution(self.shared, ask, task, entry)
+            elif routed := await self.fleet.admit(ask, entry):  # None: forwarded or failed
+                return Execution(self.shared, routed, task if routed is ask else routed.to_task(), entry)
         except Exception:
             self.shared.stats["errors"] += 1
             logger.exception("could not start a gateway task")
