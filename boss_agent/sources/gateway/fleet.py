@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
@@ -66,7 +67,8 @@ def lease_projects(raw: Any) -> set[str]:
 class Fleet:
     """This worker's threads, live turns and projects, and the routing built on them."""
 
-    def __init__(self, shared: Shared, lease_ttl_s: int, projects: Iterable[str] = ()) -> None:
+    def __init__(self, shared: Shared, lease_ttl_s: int, projects: Iterable[str] = (),
+                 agent_streams: Iterable[str] = ()) -> None:
         self.shared = shared
         self.redis: aioredis.Redis = shared.redis
         self.worker_id = shared.worker_id
@@ -75,6 +77,13 @@ class Fleet:
         self.threads: set[str] = set()
         self.turns: dict[str, str] = {}  # live turn id -> its thread
         self._own_stream = keys.worker_stream(self.worker_id)
+        self._agent_streams = tuple(agent_streams)
+        self.pending: int | None = None  # entries this worker read and has not acked yet
+
+    def status(self) -> dict[str, Any]:
+        return {"group": self.shared.group, "lease_ttl_s": self.lease_ttl_s, "pending": self.pending,
+                "threads": len(self.threads), "live_turns": len(self.turns),
+                "projects": sorted(self.projects)}
 
     def record(self) -> dict[str, Any]:
         """Merged into the lease value: what peers route by."""
@@ -95,6 +104,20 @@ class Fleet:
         for turn in self.turns:
             pipe.set(turn_key(turn), self.worker_id, ex=self.lease_ttl_s)
         await pipe.execute()
+        await self._count_pending()
+
+    async def _count_pending(self) -> None:
+        total = 0
+        for stream in self._agent_streams:
+            try:
+                summary = await self.redis.xpending(stream, self.shared.group)
+            except ResponseError:  # NOGROUP after a Redis restart: the reader recreates it
+                return
+            for consumer in summary.get("consumers") or ():
+                name = consumer.get("name")
+                if (name.decode() if isinstance(name, bytes) else name) == self.worker_id:
+                    total += int(consumer.get("pending") or 0)
+        self.pending = total
 
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """Publish the thread and the live turn before any client can learn their ids."""

@@ -97,12 +97,12 @@ class Gateway:
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
                              worker_id, self.group, runner, slots or Slots(max_concurrent),
                              agent_types[0])
-        self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
-                                               config.projects)
         self.executions: dict[str, Execution] = {}
         self._starting: set[str] = set()
         self._early_cancels: dict[str, tuple[str, bool]] = {}
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
+        self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
+                                               config.projects, self._agent_streams)
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
         self._task_reader: asyncio.Task[None] | None = None
@@ -123,6 +123,7 @@ class Gateway:
             "max_concurrent": self.max_concurrent,
             "running": len(self.executions) - suspended, "suspended": suspended,
             "accepting": self._accepting, "counts": dict(self.shared.stats),
+            **self.fleet.status(),
         }
 
     def stop_accepting(self) -> None:
@@ -312,13 +313,18 @@ class Gateway:
 
     async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
         message_id = ask.header.message_id
+        # A steer joins a turn that already holds a slot here; waiting for another would
+        # deadlock a busy device until the very turn it steers ends.
+        holding = slot_held or not ask.extra_payload.get("targetCodexTurnId")
         try:
-            if not slot_held:
+            if not slot_held and holding:
                 await self.shared.slots.acquire()
             execution = await self._prepare(ask, entry)
             if execution is None:
-                self.shared.slots.release()
+                if holding:
+                    self.shared.slots.release()
                 return
+            execution.holding_slot = holding
         except BaseException:
             self._starting.discard(message_id)
             raise
