@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
@@ -200,6 +200,34 @@ class Fleet:
         leases = await self.redis.mget([keys.worker_lease(p) for p in peers])
         return [p for p, lease in zip(peers, leases, strict=True) if project in lease_projects(lease)]
 
+    async def requeue(self, entry: Entry, fields: Any) -> bool:
+        """Put back an ASK read just as this worker's last slot was taken; True when done.
+
+        The reader may sit in a blocking read while a forwarded task takes the slot; the
+        ASK it then gets would wait here while a peer idles. When a live peer serves
+        the agent type, the entry goes back on its stream (same fields, same message id)
+        and ours is acked. A crash between the two leaves a duplicate, which the
+        execution record turns into a skip.
+        """
+        if not _is_ask(fields):
+            return False
+        try:
+            if not await self._has_live_peer(entry.stream):
+                return False
+        except RedisError as exc:  # cannot tell: keep the task here, waiting for a slot
+            logger.debug("no requeue: peers unknown (%s)", type(exc).__name__)
+            return False
+        await self.shared.policy.call("requeue", self.redis.xadd, entry.stream, fields)
+        await self.shared.ack(entry)
+        self.shared.stats["requeued"] += 1
+        return True
+
+    async def _has_live_peer(self, stream: str) -> bool:
+        agent_type = stream.rsplit(":", 1)[-1]
+        members = [m.decode() for m in await self.redis.smembers(keys.agent_type_members(agent_type))]
+        peers = [m for m in members if m != self.worker_id and keys.valid_id(m)]
+        return bool(peers) and bool(await self.redis.exists(*[keys.worker_lease(p) for p in peers]))
+
     async def _forward(self, ask: wire.Ask, entry: Entry, worker: str) -> None:
         body = {"content": ask.content, "wait_for_reply": True, "extra_payload": ask.extra_payload}
         command = {"action_type": wire.ASK_AGENT, "header": ask.header.to_wire(), "body": body}
@@ -212,6 +240,14 @@ class Fleet:
     async def _fail(self, ask: wire.Ask, entry: Entry, code: str, message: str) -> None:
         self.shared.stats["rejected"] += 1
         await Reporter(self.shared, ask.header, entry).finish("FAILED", code=code, message=message)
+
+
+def _is_ask(fields: Any) -> bool:
+    try:
+        raw = json.loads(fields.get(b"data", fields.get("data")))
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return isinstance(raw, dict) and raw.get("action_type") == wire.ASK_AGENT
 
 
 def _with_extra(ask: wire.Ask, **fields: Any) -> wire.Ask:

@@ -230,9 +230,12 @@ class Gateway:
             await slots.wait_free()
             entries = await self._read({s: ">" for s in self._agent_streams}, slots.free, block)
             for entry, fields in entries:
-                # Another source may have taken the slot during the read; then the task
-                # waits in line for one in ``_start`` (its entry stays pending meanwhile).
-                await self._dispatch(entry, fields, slot_held=slots.try_acquire())
+                # Another source may have taken the slot during the read: an ASK goes back
+                # to the stream for an idle peer, else it waits here for a slot in ``_start``.
+                held = slots.try_acquire()
+                if not held and await self.fleet.requeue(entry, fields):
+                    continue
+                await self._dispatch(entry, fields, slot_held=held)
 
     async def _control_loop(self) -> None:
         while True:
