@@ -2,7 +2,8 @@
 
 Read-only: PING, the worker's lease, and each agent-type stream's consumer group
 (its existence, the group's pending entries and this worker's share). It never
-creates a group or takes the lease, so doctor can run beside a live daemon.
+creates a group or takes the lease, so doctor can run beside a live daemon; a
+missing group or lease before the first start is information, not a problem.
 """
 
 from __future__ import annotations
@@ -41,15 +42,14 @@ async def _group_facts(redis: aioredis.Redis, stream: str, group: str,
     return {"pending": int(summary.get("pending") or 0), "mine": mine}
 
 
-def describe(facts: dict[str, Any], group: str) -> tuple[bool, str]:
-    """(healthy, one line): the group exists on every stream."""
-    parts, healthy = [], True
+def describe(facts: dict[str, Any], group: str) -> str:
+    """One line: the lease, and each agent type's group with its pending entries."""
+    parts = []
     for agent_type, found in facts["groups"].items():
         if found is None:
-            healthy = False
-            parts.append(f"{agent_type}: no group {group!r} yet")
+            parts.append(f"{agent_type}: no group {group!r} yet (the daemon creates it)")
         else:
             parts.append(f"{agent_type}: group {group!r}, {found['pending']} pending "
                          f"({found['mine']} read by this worker)")
     lease = "worker lease held" if facts["lease"] else "no worker lease (daemon not running?)"
-    return healthy, "; ".join([lease, *parts])
+    return "; ".join([lease, *parts])
