@@ -101,6 +101,9 @@ class Fleet:
         pipe = self.redis.pipeline(transaction=False)
         for thread in self.threads:
             pipe.set(thread_key(thread), self.worker_id, ex=self.lease_ttl_s)
+        if self.threads:  # rebuilt here too, in case Redis lost its data
+            pipe.sadd(held_threads_key(self.worker_id), *self.threads)
+            pipe.expire(held_threads_key(self.worker_id), keys.SESSION_TTL_S)
         for turn in self.turns:
             pipe.set(turn_key(turn), self.worker_id, ex=self.lease_ttl_s)
         await pipe.execute()
