@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.fleet import held_threads_key, thread_key, turn_key
+from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import Task, TaskResult
 from tests.test_gateway_support import (
     AGENT,
+    FAST,
     ask,
     gateway_config,
     read_events,
@@ -28,13 +31,10 @@ from tests.test_gateway_support import (
     sdk_redis,
     wait_until,
 )
-from boss_agent.sources.gateway import Gateway, GatewayTiming
-from boss_agent.sources.gateway.retry import FAST_POLICY
 
 pytestmark = [pytest.mark.redis, pytest.mark.asyncio]
 
 OTHER = "other_agent"
-FAST = GatewayTiming(lease_ttl_s=2, heartbeat_s=0.3, read_block_ms=200, reclaim_interval_s=0.3)
 
 
 class TurnRunner:

@@ -31,10 +31,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
+from boss_agent.sources.gateway.probe import group_pending
 
 logger = logging.getLogger(__name__)
 
@@ -110,17 +111,10 @@ class Fleet:
         await self._count_pending()
 
     async def _count_pending(self) -> None:
-        total = 0
-        for stream in self._agent_streams:
-            try:
-                summary = await self.redis.xpending(stream, self.shared.group)
-            except ResponseError:  # NOGROUP after a Redis restart: the reader recreates it
-                return
-            for consumer in summary.get("consumers") or ():
-                name = consumer.get("name")
-                if (name.decode() if isinstance(name, bytes) else name) == self.worker_id:
-                    total += int(consumer.get("pending") or 0)
-        self.pending = total
+        counts = [await group_pending(self.redis, stream, self.shared.group, self.worker_id)
+                  for stream in self._agent_streams]
+        # A missing group (Redis restarted) is recreated by the reader; count nothing till then.
+        self.pending = sum(c["mine"] for c in counts if c is not None)
 
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """Publish the thread and the live turn before any client can learn their ids."""
@@ -150,15 +144,15 @@ class Fleet:
     async def admit(self, ask: wire.Ask, entry: Entry) -> wire.Ask | None:
         """The ASK to run on this worker, or None when it was forwarded or failed."""
         extra = ask.extra_payload
-        thread, turn = extra.get("codexThreadRef"), extra.get("targetCodexTurnId")
+        thread, turn = _text(extra.get("codexThreadRef")), _text(extra.get("targetCodexTurnId"))
         if thread or turn:
             return await self._by_thread(ask, entry, thread, turn)
-        project = extra.get("projectId")
+        project = _text(extra.get("projectId"))
         if project and self.projects and project not in self.projects:
             return await self._by_project(ask, entry, project)
         return ask
 
-    async def _by_thread(self, ask: wire.Ask, entry: Entry, thread: Any, turn: Any) -> wire.Ask | None:
+    async def _by_thread(self, ask: wire.Ask, entry: Entry, thread: str, turn: str) -> wire.Ask | None:
         if turn in self.turns:
             if not thread:  # a steer that names only the turn: the runner needs its thread
                 return _with_extra(ask, codexThreadRef=self.turns[turn])
@@ -185,9 +179,9 @@ class Fleet:
             return ""
         return holder
 
-    async def _by_project(self, ask: wire.Ask, entry: Entry, project: Any) -> wire.Ask | None:
-        peers = await self.workers_with_project(ask.header.target_agent_type or self.shared.default_agent_type,
-                                                str(project)) if entry.stream != self._own_stream else []
+    async def _by_project(self, ask: wire.Ask, entry: Entry, project: str) -> wire.Ask | None:
+        agent_type = ask.header.target_agent_type or self.shared.default_agent_type
+        peers = [] if entry.stream == self._own_stream else await self.workers_with_project(agent_type, project)
         if peers:
             await self._forward(ask, entry, random.choice(peers))
             return None
@@ -243,6 +237,11 @@ class Fleet:
     async def _fail(self, ask: wire.Ask, entry: Entry, code: str, message: str) -> None:
         self.shared.stats["rejected"] += 1
         await Reporter(self.shared, ask.header, entry).finish("FAILED", code=code, message=message)
+
+
+def _text(value: Any) -> str:
+    """A routing field as a string ('' when absent; the task parser already refused non-strings)."""
+    return value if isinstance(value, str) else ""
 
 
 def _is_ask(fields: Any) -> bool:

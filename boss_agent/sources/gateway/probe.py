@@ -23,13 +23,14 @@ async def probe_worker(redis: aioredis.Redis, worker_id: str, agent_types: tuple
     facts: dict[str, Any] = {"lease": bool(await redis.exists(keys.worker_lease(worker_id))),
                              "groups": {}}
     for agent_type in agent_types:
-        facts["groups"][agent_type] = await _group_facts(redis, keys.agent_type_stream(agent_type),
+        facts["groups"][agent_type] = await group_pending(redis, keys.agent_type_stream(agent_type),
                                                          group, worker_id)
     return facts
 
 
-async def _group_facts(redis: aioredis.Redis, stream: str, group: str,
+async def group_pending(redis: aioredis.Redis, stream: str, group: str,
                        worker_id: str) -> dict[str, int] | None:
+    """``{"pending": the group's, "mine": worker_id's}``, or None without stream or group."""
     try:
         summary = await redis.xpending(stream, group)
     except ResponseError:  # no stream or no group yet: the worker creates both at start
