@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,20 @@ def test_a_project_id_that_could_reach_another_key_or_a_non_path_is_refused(
         tmp_path: Path, table: str) -> None:
     with pytest.raises(ConfigError, match="projects"):
         load_config(_write(tmp_path, f"[projects]\n{table}\n"), environ={})
+
+
+def test_status_of_a_stopped_gateway_only_device_shows_its_gateway_without_touching_redis(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from boss_agent.cli.status import collect_status
+    from boss_agent.cli.support import render_pairs
+
+    config = load_config(_write(tmp_path, f'state_dir = "{tmp_path}/state"\n[gateway]\nenabled = true\n'
+                                          f'redis_url = "redis://127.0.0.1:1/0"\n[projects]\nweb = "{tmp_path}"\n'),
+                         environ={})
+    status = collect_status(config)
+    render_pairs(status)
+    printed = capsys.readouterr().out
+    assert status["gateway"] == {"redisUrl": "redis://127.0.0.1:1/0", "agentTypes": ["boss_local_agent"],
+                                 "group": "agent_engines", "gatewayOnly": True, "projects": ["web"]}
+    assert any(line.split() == ["gateway.gatewayOnly", "yes"] for line in printed.splitlines())
+    assert str(tmp_path) not in json.dumps(status["gateway"])
