@@ -31,7 +31,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
 
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
@@ -211,11 +210,11 @@ class Fleet:
         try:
             if not await self._has_live_peer(entry.stream):
                 return False
-        except RedisError as exc:  # cannot tell: keep the task here, waiting for a slot
-            logger.debug("no requeue: peers unknown (%s)", type(exc).__name__)
+            await self.shared.policy.call("requeue", self.redis.xadd, entry.stream, fields)
+            await self.shared.ack(entry)
+        except Exception as exc:  # noqa: BLE001 - keep the task here, waiting for a slot
+            logger.warning("could not put a task back for a peer (%s)", type(exc).__name__)
             return False
-        await self.shared.policy.call("requeue", self.redis.xadd, entry.stream, fields)
-        await self.shared.ack(entry)
         self.shared.stats["requeued"] += 1
         return True
 

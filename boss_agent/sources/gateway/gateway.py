@@ -24,9 +24,14 @@ Known limits: a RESUME that arrives on the agent-type stream while every slot is
 held by a *running* task waits for a slot (the worker-stream reader has none); a
 network partition longer than the lease TTL lets a peer reclaim and fail tasks this
 worker is still running (their later reports are then dropped: a terminal record
-is never overwritten); an ASK read while a slot was free can find it taken by the
-Boss source a moment later and then waits on this device (pending, not running)
-instead of going to a peer. A ``Gateway`` runs once: ``run`` closes its Redis client.
+is never overwritten); an ASK read while a slot was free can find it taken (by the
+Boss source, or a forwarded task) a moment later: it goes back on its stream when a
+live peer serves the agent type, else it waits on this device (pending, not running).
+A ``Gateway`` runs once: ``run`` closes its Redis client.
+
+Fleet routing (which worker holds a thread, a live turn, a project) lives in
+``fleet.py``; this module only calls it: ``admit`` before a task starts, ``refresh``
+with each lease refresh, ``requeue`` when a read ASK finds no slot.
 """
 
 from __future__ import annotations
