@@ -2,7 +2,7 @@
 
 Threads, live turns and projects decide which worker runs an ASK. The runner here is
 a small in-test one (the seam these routing tests need: they are about the wire); the
-same paths run on real codex in tests/test_fleet_e2e.py.
+same paths run on real codex in tests/e2e/test_fleet_e2e.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.fleet import held_threads_key, thread_key, turn_key
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import Task, TaskResult
-from tests.test_gateway_support import (
+from tests.support.gateway import (
     AGENT,
     FAST,
     ask,

@@ -28,8 +28,8 @@ from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.demo import scripted_model as sm
 from boss_agent.identity import LOCAL_ID_FILE
 from boss_agent.sources.gateway import keys
-from tests.runner_support import poll
-from tests.test_gateway_support import (
+from tests.support.runner import poll
+from tests.support.gateway import (
     AGENT,
     ask,
     delta_text,

@@ -41,7 +41,8 @@ def test_status_of_a_stopped_gateway_only_device_shows_its_gateway_without_touch
     from boss_agent.cli.support import render_pairs
 
     config = load_config(_write(tmp_path, f'state_dir = "{tmp_path}/state"\n[gateway]\nenabled = true\n'
-                                          f'redis_url = "redis://127.0.0.1:1/0"\n[projects]\nweb = "{tmp_path}"\n'),
+                                          f'redis_url = "redis://127.0.0.1:1/0"\n[projects]\nweb = "{tmp_path}"\n'
+                                          f'[codex]\nbin = "{tmp_path}/no-codex"\n'),  # no process started
                          environ={})
     status = collect_status(config)
     render_pairs(status)
