@@ -257,7 +257,8 @@ class Daemon:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
         self.slots = Slots(self.config.max_concurrent_tasks)
         self.source = source = self._new_source(identity) if identity is not None else None
-        self.device_id = device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
+        device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
+        self.device_id = device_id
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:
                 background = [tg.create_task(self._discovery_loop(self.app), name="discovery")]

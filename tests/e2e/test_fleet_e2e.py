@@ -157,7 +157,8 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
             running_daemon(config_of(second_settings), second_home) as d2:
         daemons = {d.gateway.worker_id: d for d in (d1, d2)}
         await ask(client, "s-2", "start a thread", "m-1")
-        thread = final_of(await read_events(redis, "s-2", "m-1", timeout=TURN_WAIT_S)).metadata["codexThreadRef"]
+        first = await read_events(redis, "s-2", "m-1", timeout=TURN_WAIT_S)
+        thread = final_of(first).metadata["codexThreadRef"]
         holder_id = (await record_of(redis, "s-2", "m-1"))["worker_id"]
         holder = daemons[holder_id]
         other = next(d for w, d in daemons.items() if w != holder_id)

@@ -180,7 +180,9 @@ class Fleet:
 
     async def _by_project(self, ask: wire.Ask, entry: Entry, project: str) -> wire.Ask | None:
         agent_type = ask.header.target_agent_type or self.shared.default_agent_type
-        peers = [] if entry.stream == self._own_stream else await self.workers_with_project(agent_type, project)
+        # Forwarded here already: never again (two workers must not pass it back and forth).
+        forwarded = entry.stream == self._own_stream
+        peers = [] if forwarded else await self.workers_with_project(agent_type, project)
         if peers:
             await self._forward(ask, entry, random.choice(peers))
             return None
