@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
+_CLAIMED = frozenset({"RUNNING", "WAITING_USER", "CANCELLING"})  # a live start, not a queue entry
 _WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
 
 
@@ -108,6 +109,8 @@ class Reporter:
             nonlocal written
             if record and record.get("status") in TERMINAL:
                 return None
+            if status == "RUNNING" and record and _claimed_by_other(record, worker_id):
+                return None  # two copies of one ASK raced past the start check: one runs
             record = record or {
                 "execution_id": "", "message_id": header.message_id,
                 "session_id": header.session_id, "trace_id": header.trace_id,
@@ -162,6 +165,11 @@ class Reporter:
         await self.shared.policy.call("caller reply", self.shared.redis.xadd, stream, fields)
 
 
+def _claimed_by_other(record: dict[str, Any], worker_id: str) -> bool:
+    owner = record.get("worker_id")
+    return bool(owner) and owner != worker_id and record.get("status") in _CLAIMED
+
+
 def thread_metadata(result: TaskResult) -> dict[str, str]:
     """What a client needs to continue the thread or steer the turn, once known."""
     known = {"codexThreadRef": result.codex_thread_ref, "turnId": result.turn_id}
@@ -213,7 +221,7 @@ class Execution:
             if not await self.reporter.set_status(
                     "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
                     caller_agent_type=self.ask.header.source_agent_type):
-                await self.reporter.ack()  # it ended between our check and our claim
+                await self.reporter.ack()  # it ended, or a peer claimed it, since our check
                 return
             result = await self._run_runner_with_pump()
             report = asyncio.ensure_future(self._report(result))

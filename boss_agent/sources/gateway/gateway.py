@@ -291,7 +291,16 @@ class Gateway:
             return
         if isinstance(command, wire.Ask):
             assert self._tg is not None
-            self._starting.add(command.header.message_id)
+            message_id = command.header.message_id
+            if message_id in self._starting or message_id in self.executions:
+                # A second copy (a forward or requeue repeated after a crash) of a task that
+                # is starting or running here: its start check would race the first copy.
+                if slot_held:
+                    self.shared.slots.release()
+                self.shared.stats["skipped"] += 1
+                await self._guard(self.shared.ack(entry))
+                return
+            self._starting.add(message_id)
             self._tg.create_task(self._start(command, entry, slot_held))
             return
         if slot_held:

@@ -221,3 +221,60 @@ async def test_a_restarted_worker_publishes_the_threads_it_held_again(redis_serv
         await _stop(job)
         await redis.aclose()
     assert [t.task_id for t in again.tasks] == ["m-r2"]
+
+
+async def test_of_two_workers_claiming_one_task_only_the_first_runs_it(redis_server) -> None:
+    """Two copies of one ASK (a requeue or a forward cut short by a crash) can pass the
+    start check on two workers at once; the RUNNING claim itself must let only one win."""
+    from boss_agent.daemon.slots import Slots
+    from boss_agent.sources.gateway import wire
+    from boss_agent.sources.gateway.execution import Reporter, Shared
+    from boss_agent.sources.gateway.registry import ExecutionRecords
+
+    redis = sdk_redis(redis_server.url)
+    raw = aioredis_client(redis_server.url)
+    header = wire.parse_header({"message_id": "m-claim", "session_id": "s-claim", "trace_id": "t"})
+
+    def reporter(worker_id: str) -> Reporter:
+        shared = Shared(raw, ExecutionRecords(raw), FAST_POLICY, worker_id, "agent_engines",
+                        TurnRunner(worker_id), Slots(1), AGENT)
+        return Reporter(shared, header, None)
+
+    try:
+        first = await reporter("w1").set_status("RUNNING")
+        second = await reporter("w2").set_status("RUNNING")
+        again = await reporter("w1").set_status("RUNNING")  # the owner itself, after a resume
+        record = await record_of(redis, "s-claim", "m-claim")
+    finally:
+        await raw.aclose()
+        await redis.aclose()
+    assert (first, second, again) == (True, False, True)
+    assert record["worker_id"] == "w1" and record["status"] == "RUNNING"
+
+
+def aioredis_client(url: str) -> Any:
+    import redis.asyncio as aioredis
+
+    return aioredis.Redis.from_url(url)
+
+
+async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> None:
+    """A forward repeated after a crash puts two copies on the holder's stream at once."""
+    redis = sdk_redis(redis_server.url)
+    runner = TurnRunner("w1")
+    command = {"action_type": "ASK_AGENT", "header": {"message_id": "m-twice", "session_id": "s-twice",
+                                                      "trace_id": "t", "target_agent_type": AGENT},
+               "body": {"content": "once", "wait_for_reply": True, "extra_payload": {}}}
+    async with running_gateway(redis_server.url, runner, "w1", max_concurrent=2) as gateway:
+        pipe = redis.pipeline(transaction=False)
+        for _ in range(2):
+            pipe.xadd("byai_gateway:ctrl:worker:w1", {"data": json.dumps(command)})
+        await pipe.execute()
+        events = await read_events(redis, "s-twice", "m-twice")
+        await wait_until(lambda: gateway.status["counts"].get("skipped", 0) + gateway.status["counts"].get(
+            "completed", 0) == 2)
+        pending = await redis.xpending("byai_gateway:ctrl:worker:w1", "agent_engines")
+    await redis.aclose()
+    assert [t.task_id for t in runner.tasks] == ["m-twice"]
+    assert [e.event_type for e in events].count("finalAnswer") == 1
+    assert pending["pending"] == 0
