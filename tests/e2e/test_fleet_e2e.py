@@ -223,9 +223,9 @@ async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_neve
     client = sdk_client(redis)
     model.enqueue(sm.hang(sm.message("working on it")))
     log = (tmp_path / "doomed.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "boss_agent", "run"], stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT,
-                            env=_subprocess_env(doomed_settings, doomed_home, "w-doomed"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "boss_agent", "run", stdin=subprocess.DEVNULL, stdout=log,
+        stderr=subprocess.STDOUT, env=_subprocess_env(doomed_settings, doomed_home, "w-doomed"))
     try:
         await wait_until(lambda: redis.exists(keys.worker_lease("w-doomed")), START_WAIT_S)
         response = await client.send_message(agent, "s-k", "a long job", message_id="m-k", trace_id="t")
@@ -235,15 +235,15 @@ async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_neve
         await poll(lambda: len(model.requests) == 1, timeout=TURN_WAIT_S)
         running = await record_of(redis, "s-k", "m-k")
         proc.kill()
-        proc.wait(timeout=STOP_WAIT_S)
+        await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
         async with running_daemon(config_of(peer_settings), peer_home) as peer:
             events = await read_events(redis, "s-k", "m-k", timeout=RECLAIM_WAIT_S)
             record = await record_of(redis, "s-k", "m-k")
             counts = dict(peer.gateway.status["counts"])
     finally:
-        if proc.poll() is None:
+        if proc.returncode is None:
             proc.kill()
-            proc.wait(timeout=STOP_WAIT_S)
+            await asyncio.wait_for(proc.wait(), STOP_WAIT_S)
         log.close()
         await redis.aclose()
     assert running["status"] == "RUNNING" and running["worker_id"] == "w-doomed"

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
@@ -38,6 +38,9 @@ from boss_agent.sources.gateway.registry import (
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.tasks import Task, TaskResult, TaskRunner
+
+if TYPE_CHECKING:
+    from boss_agent.sources.gateway.fleet import Fleet
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ class Shared:
     slots: Slots
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
-    fleet: Any = None  # fleet.Fleet: where threads and turns are published (None in bare tests)
+    fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
 
     async def ack(self, entry: Entry) -> None:
         await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)

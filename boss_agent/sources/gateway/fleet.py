@@ -93,7 +93,7 @@ class Fleet:
     async def start(self) -> None:
         """Take back the threads an earlier process with this worker id held."""
         held = await self.redis.smembers(held_threads_key(self.worker_id))
-        self.threads.update(t.decode() for t in held if keys.valid_id(t.decode()))
+        self.threads.update(t for t in map(keys.text, held) if keys.valid_id(t))
         await self.refresh()
 
     async def refresh(self) -> None:
@@ -173,7 +173,7 @@ class Fleet:
         if key is None:
             return ""
         raw = await self.redis.get(key)
-        holder = raw.decode() if raw else ""
+        holder = keys.text(raw) if raw else ""
         if holder and holder != self.worker_id and not await self.redis.exists(keys.worker_lease(holder)):
             return ""
         return holder
@@ -191,8 +191,7 @@ class Fleet:
 
     async def workers_with_project(self, agent_type: str, project: str) -> list[str]:
         """Live peers of ``agent_type`` whose lease advertises ``project``."""
-        members = sorted(m.decode() for m in await self.redis.smembers(keys.agent_type_members(agent_type)))
-        peers = [m for m in members if m != self.worker_id and keys.valid_id(m)]
+        peers = await self._peers(agent_type)
         if not peers:
             return []
         leases = await self.redis.mget([keys.worker_lease(p) for p in peers])
@@ -221,10 +220,13 @@ class Fleet:
         return True
 
     async def _has_live_peer(self, stream: str) -> bool:
-        agent_type = stream.rsplit(":", 1)[-1]
-        members = [m.decode() for m in await self.redis.smembers(keys.agent_type_members(agent_type))]
-        peers = [m for m in members if m != self.worker_id and keys.valid_id(m)]
+        peers = await self._peers(stream.rsplit(":", 1)[-1])
         return bool(peers) and bool(await self.redis.exists(*[keys.worker_lease(p) for p in peers]))
+
+    async def _peers(self, agent_type: str) -> list[str]:
+        """The other members of ``agent_type`` (live or not: check their leases)."""
+        members = map(keys.text, await self.redis.smembers(keys.agent_type_members(agent_type)))
+        return sorted(m for m in members if m != self.worker_id and keys.valid_id(m))
 
     async def _forward(self, ask: wire.Ask, entry: Entry, worker: str) -> None:
         body = {"content": ask.content, "wait_for_reply": True, "extra_payload": ask.extra_payload}

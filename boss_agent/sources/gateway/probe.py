@@ -37,8 +37,7 @@ async def group_pending(redis: aioredis.Redis, stream: str, group: str,
         return None
     mine = 0
     for consumer in summary.get("consumers") or ():
-        name = consumer.get("name")
-        if (name.decode() if isinstance(name, bytes) else name) == worker_id:
+        if keys.text(consumer.get("name") or "") == worker_id:
             mine = int(consumer.get("pending") or 0)
     return {"pending": int(summary.get("pending") or 0), "mine": mine}
 

@@ -69,7 +69,8 @@ def _with_projects(redis_url: str, agent_types: tuple[str, ...], projects: dict[
     return dataclasses.replace(gateway_config(redis_url, agent_types), projects=projects)
 
 
-async def _serve(config: Any, runner: TurnRunner, worker_id: str, max_concurrent: int = 1) -> tuple[Gateway, asyncio.Task]:
+async def _serve(config: Any, runner: TurnRunner, worker_id: str,
+                 max_concurrent: int = 1) -> tuple[Gateway, asyncio.Task[None]]:
     gateway = Gateway(config, runner, worker_id=worker_id, max_concurrent=max_concurrent,
                       timing=FAST, retry=FAST_POLICY)
     ready = asyncio.Event()
@@ -78,7 +79,7 @@ async def _serve(config: Any, runner: TurnRunner, worker_id: str, max_concurrent
     return gateway, job
 
 
-async def _stop(job: asyncio.Task) -> None:
+async def _stop(job: asyncio.Task[None]) -> None:
     job.cancel()
     await asyncio.gather(job, return_exceptions=True)
 
