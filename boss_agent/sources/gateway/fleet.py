@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
@@ -92,7 +93,11 @@ class Fleet:
     # --- publishing ---------------------------------------------------------------------
     async def start(self) -> None:
         """Take back the threads an earlier process with this worker id held."""
-        held = await self.redis.smembers(held_threads_key(self.worker_id))
+        try:
+            held = await self.redis.smembers(held_threads_key(self.worker_id))
+        except ResponseError as exc:  # someone wrote another type there: start without it
+            logger.warning("the set of held threads is unreadable (%s)", exc)
+            held = set()
         self.threads.update(t for t in map(keys.text, held) if keys.valid_id(t))
         await self.refresh()
 
@@ -106,7 +111,7 @@ class Fleet:
             pipe.expire(held_threads_key(self.worker_id), keys.SESSION_TTL_S)
         for turn in self.turns:
             pipe.set(turn_key(turn), self.worker_id, ex=self.lease_ttl_s)
-        await pipe.execute()
+        await _execute(pipe)
         await self._count_pending()
 
     async def _count_pending(self) -> None:
@@ -131,7 +136,7 @@ class Fleet:
         pipe.set(thread_key(thread_ref), self.worker_id, ex=self.lease_ttl_s)
         pipe.sadd(held_threads_key(self.worker_id), thread_ref)
         pipe.expire(held_threads_key(self.worker_id), keys.SESSION_TTL_S)
-        await pipe.execute()
+        await _execute(pipe)
 
     async def task_ended(self, thread_ref: str | None, turn_id: str | None) -> None:
         """The turn is over (the thread stays held: its rollout is on this device)."""
@@ -172,7 +177,10 @@ class Fleet:
         """The live worker a registry key names, or ''."""
         if key is None:
             return ""
-        raw = await self.redis.get(key)
+        try:
+            raw = await self.redis.get(key)
+        except ResponseError:  # not a string: not a registry entry we wrote
+            return ""
         holder = keys.text(raw) if raw else ""
         if holder and holder != self.worker_id and not await self.redis.exists(keys.worker_lease(holder)):
             return ""
@@ -225,7 +233,10 @@ class Fleet:
 
     async def _peers(self, agent_type: str) -> list[str]:
         """The other members of ``agent_type`` (live or not: check their leases)."""
-        members = map(keys.text, await self.redis.smembers(keys.agent_type_members(agent_type)))
+        try:
+            members = map(keys.text, await self.redis.smembers(keys.agent_type_members(agent_type)))
+        except ResponseError:  # not a set: no peers we can know of
+            return []
         return sorted(m for m in members if m != self.worker_id and keys.valid_id(m))
 
     async def _forward(self, ask: wire.Ask, entry: Entry, worker: str) -> None:
@@ -240,6 +251,17 @@ class Fleet:
     async def _fail(self, ask: wire.Ask, entry: Entry, code: str, message: str) -> None:
         self.shared.stats["rejected"] += 1
         await Reporter(self.shared, ask.header, entry).finish("FAILED", code=code, message=message)
+
+
+async def _execute(pipe: Any) -> None:
+    """Run a pipeline of registry writes; a key of the wrong type spoils only its command.
+
+    Anyone who can write to Redis can clobber these keys; that must cost the routing
+    of one thread, never the worker. Connection errors still raise (and are retried).
+    """
+    for result in await pipe.execute(raise_on_error=False):
+        if isinstance(result, ResponseError):
+            logger.warning("a fleet registry write failed: %s", result)
 
 
 def _text(value: Any) -> str:

@@ -279,3 +279,18 @@ async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> Non
     assert [t.task_id for t in runner.tasks] == ["m-twice"]
     assert [e.event_type for e in events].count("finalAnswer") == 1
     assert pending["pending"] == 0
+
+
+async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_server) -> None:
+    """Anyone who can write to Redis may clobber the fleet keys; the worker keeps serving."""
+    redis = sdk_redis(redis_server.url)
+    await redis.set(held_threads_key("w1"), "not a set")
+    await redis.hset(thread_key("thread-m-wt"), "not", "a string")
+    runner = TurnRunner("w1")
+    async with running_gateway(redis_server.url, runner, "w1") as gateway:
+        await ask(sdk_client(redis), "s-wt", "hello", "m-wt")
+        events = await read_events(redis, "s-wt", "m-wt")
+        await wait_until(lambda: gateway.status["ready"])
+    await redis.aclose()
+    assert events[-1].event_type == "appStreamResponse"
+    assert [t.task_id for t in runner.tasks] == ["m-wt"]
