@@ -43,18 +43,6 @@ THREAD_NOT_FOUND = "thread_not_found"
 PROJECT_NOT_FOUND = "project_not_found"
 
 
-def thread_key(thread_ref: str) -> str:
-    return f"{keys.PREFIX}:registry:thread:{thread_ref}"
-
-
-def turn_key(turn_id: str) -> str:
-    return f"{keys.PREFIX}:registry:turn:{turn_id}"
-
-
-def held_threads_key(worker_id: str) -> str:
-    return f"{keys.PREFIX}:registry:worker:threads:{worker_id}"
-
-
 def lease_projects(raw: Any) -> set[str]:
     """The project ids a lease record advertises (empty for an old or damaged one)."""
     try:
@@ -94,7 +82,7 @@ class Fleet:
     async def start(self) -> None:
         """Take back the threads an earlier process with this worker id held."""
         try:
-            held = await self.redis.smembers(held_threads_key(self.worker_id))
+            held = await self.redis.smembers(keys.held_threads(self.worker_id))
         except ResponseError as exc:  # someone wrote another type there: start without it
             logger.warning("the set of held threads is unreadable (%s)", exc)
             held = set()
@@ -105,12 +93,12 @@ class Fleet:
         """Re-set every key this worker publishes; called with each lease refresh."""
         pipe = self.redis.pipeline(transaction=False)
         for thread in self.threads:
-            pipe.set(thread_key(thread), self.worker_id, ex=self.lease_ttl_s)
+            pipe.set(keys.thread_holder(thread), self.worker_id, ex=self.lease_ttl_s)
         if self.threads:  # rebuilt here too, in case Redis lost its data
-            pipe.sadd(held_threads_key(self.worker_id), *self.threads)
-            pipe.expire(held_threads_key(self.worker_id), keys.SESSION_TTL_S)
+            pipe.sadd(keys.held_threads(self.worker_id), *self.threads)
+            pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)
         for turn in self.turns:
-            pipe.set(turn_key(turn), self.worker_id, ex=self.lease_ttl_s)
+            pipe.set(keys.turn_holder(turn), self.worker_id, ex=self.lease_ttl_s)
         await _execute(pipe)
         await self._count_pending()
 
@@ -126,23 +114,23 @@ class Fleet:
             return
         self.turns[turn_id] = thread_ref
         await self.hold(thread_ref)
-        await self.redis.set(turn_key(turn_id), self.worker_id, ex=self.lease_ttl_s)
+        await self.redis.set(keys.turn_holder(turn_id), self.worker_id, ex=self.lease_ttl_s)
 
     async def hold(self, thread_ref: str | None) -> None:
         if not thread_ref or not keys.valid_id(thread_ref):
             return
         self.threads.add(thread_ref)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(thread_key(thread_ref), self.worker_id, ex=self.lease_ttl_s)
-        pipe.sadd(held_threads_key(self.worker_id), thread_ref)
-        pipe.expire(held_threads_key(self.worker_id), keys.SESSION_TTL_S)
+        pipe.set(keys.thread_holder(thread_ref), self.worker_id, ex=self.lease_ttl_s)
+        pipe.sadd(keys.held_threads(self.worker_id), thread_ref)
+        pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)
         await _execute(pipe)
 
     async def task_ended(self, thread_ref: str | None, turn_id: str | None) -> None:
         """The turn is over (the thread stays held: its rollout is on this device)."""
         await self.hold(thread_ref)
         if turn_id and self.turns.pop(turn_id, None) is not None:
-            await self.redis.delete(turn_key(turn_id))
+            await self.redis.delete(keys.turn_holder(turn_id))
 
     # --- routing ------------------------------------------------------------------------
     async def admit(self, ask: wire.Ask, entry: Entry) -> wire.Ask | None:
@@ -163,8 +151,8 @@ class Fleet:
             return ask
         if thread in self.threads:
             return ask
-        holder = (await self._holder(turn_key(turn) if keys.valid_id(turn) else None)
-                  or await self._holder(thread_key(thread) if keys.valid_id(thread) else None))
+        holder = (await self._holder(keys.turn_holder(turn) if keys.valid_id(turn) else None)
+                  or await self._holder(keys.thread_holder(thread) if keys.valid_id(thread) else None))
         if holder == self.worker_id:
             return ask
         if holder and entry.stream != self._own_stream:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from boss_agent.sources.gateway import Gateway
-from boss_agent.sources.gateway.fleet import held_threads_key, thread_key, turn_key
+from boss_agent.sources.gateway.keys import held_threads, thread_holder, turn_holder
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import Task, TaskResult
 from tests.support.gateway import (
@@ -89,9 +89,9 @@ async def test_final_events_carry_the_thread_and_turn_and_the_worker_publishes_t
     async with running_gateway(redis_server.url, TurnRunner("w1"), "w1"):
         await ask(sdk_client(redis), "s-meta", "hello", "m-meta")
         events = await read_events(redis, "s-meta", "m-meta")
-        holder = await redis.get(thread_key("thread-m-meta"))
-        ttl = await redis.ttl(thread_key("thread-m-meta"))
-        turn_left = await redis.exists(turn_key("turn-m-meta"))
+        holder = await redis.get(thread_holder("thread-m-meta"))
+        ttl = await redis.ttl(thread_holder("thread-m-meta"))
+        turn_left = await redis.exists(turn_holder("turn-m-meta"))
     await redis.aclose()
     final = {e.event_type: e.metadata for e in events if e.event_type in ("finalAnswer", "appStreamResponse")}
     expected = {"codexThreadRef": "thread-m-meta", "turnId": "turn-m-meta"}
@@ -210,12 +210,12 @@ async def test_a_restarted_worker_publishes_the_threads_it_held_again(redis_serv
     await ask(client, "s-r", "first", "m-r1")
     await read_events(redis, "s-r", "m-r1")
     await _stop(job)
-    await redis.delete(thread_key("thread-m-r1"))  # as after the lease TTL ran out
+    await redis.delete(thread_holder("thread-m-r1"))  # as after the lease TTL ran out
     again = TurnRunner("w1")
     _, job = await _serve(config, again, "w1")
     try:
-        assert await redis.get(thread_key("thread-m-r1")) == "w1"
-        assert await redis.sismember(held_threads_key("w1"), "thread-m-r1")
+        assert await redis.get(thread_holder("thread-m-r1")) == "w1"
+        assert await redis.sismember(held_threads("w1"), "thread-m-r1")
         await ask(client, "s-r", "again", "m-r2", extra_payload={"codexThreadRef": "thread-m-r1"})
         await read_events(redis, "s-r", "m-r2")
     finally:
@@ -284,8 +284,8 @@ async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> Non
 async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_server) -> None:
     """Anyone who can write to Redis may clobber the fleet keys; the worker keeps serving."""
     redis = sdk_redis(redis_server.url)
-    await redis.set(held_threads_key("w1"), "not a set")
-    await redis.hset(thread_key("thread-m-wt"), "not", "a string")
+    await redis.set(held_threads("w1"), "not a set")
+    await redis.hset(thread_holder("thread-m-wt"), "not", "a string")
     runner = TurnRunner("w1")
     async with running_gateway(redis_server.url, runner, "w1") as gateway:
         await ask(sdk_client(redis), "s-wt", "hello", "m-wt")
