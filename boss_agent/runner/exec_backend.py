@@ -31,13 +31,16 @@ STDERR_TAIL_CHARS = 300  # enough of stderr to say why exec failed, after saniti
 
 
 def exec_argv(binary: CodexBinary, ctx: RunContext) -> list[str]:
+    """Options first, then ``--``, then the positionals: no task field can become an option."""
     argv = [*binary.argv, "exec"]
     if ctx.thread_id:
-        argv += ["resume", ctx.thread_id]
-    argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"']
+        argv.append("resume")
+    argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"',
+             "-c", 'approval_policy="never"']
     if ctx.task.model:
-        argv += ["-m", ctx.task.model]
-    return [*argv, "-"]
+        argv.append(f"--model={ctx.task.model}")
+    positionals = [ctx.thread_id, "-"] if ctx.thread_id else ["-"]
+    return [*argv, "--", *positionals]
 
 
 def parse_line(line: bytes) -> dict[str, Any] | None:
