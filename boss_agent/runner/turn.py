@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from boss_agent.appserver.routing import Notification, ThreadListener
-from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
+from boss_agent.errors import (
+    AppServerError,
+    RpcError,
+    ServerOverloaded,
+    TaskFailed,
+    TurnNotActive,
+    TurnNotStarted,
+)
 from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
@@ -37,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
+THREAD_NOT_FOUND = "thread_not_found"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
 
 
@@ -156,8 +164,13 @@ class AppServerTurn:
         # A thread started here that has no turn yet has no rollout to resume from, but it
         # is loaded and usable as it is (turn/start still carries the approval policy).
         loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
-        if ctx.thread_id not in (loaded or {}).get("data", []):
+        if ctx.thread_id in (loaded or {}).get("data", []):
+            return
+        if isinstance(refused, ServerOverloaded):
             raise TurnNotStarted(refused) from refused
+        # codex answered and has no such thread: no backend may turn this follow-up into a
+        # new, unrelated thread (codex exec resume of an unknown name starts one).
+        raise TaskFailed("this device has no Codex thread with that reference", THREAD_NOT_FOUND) from refused
 
     async def _before_turn[T](self, call: Awaitable[T]) -> T:
         try:
