@@ -174,6 +174,12 @@ class Runner:
         return await self._exec(ctx)
 
     async def _exec(self, ctx: RunContext) -> TaskResult:
+        if ctx.policy.approval_policy != "never":
+            # exec cannot ask: running here would answer every approval with "yes".
+            message = (f"the Codex app-server is unavailable and codex exec cannot ask for approvals "
+                       f"(approval policy {ctx.policy.approval_policy}); the task did not run")
+            await ctx.feed.event("warning", kind="fallback", message=message)
+            raise TaskFailed(message, "approval_unavailable")
         try:
             binary = resolve_native(find_codex(self.config.codex.bin))
         except AppServerUnavailable as exc:

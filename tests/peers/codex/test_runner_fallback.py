@@ -27,7 +27,9 @@ def _missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
 
 async def test_without_an_app_server_codex_exec_runs_the_task_and_resumes_its_thread(
         tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
-    config = make_config(tmp_path, codex_bin)
+    # exec cannot ask, so it runs only tasks the owner lets run unasked.
+    config = make_config(tmp_path, codex_bin, **{"codex.approval_policy": "never",
+                                                 "codex.max_approval_policy": "never"})
     scripted_model.enqueue(sm.text_reply("from exec"))
     scripted_model.enqueue(sm.text_reply("resumed in exec"))
     async with _missing_app_server(tmp_path, codex_bin) as app:
