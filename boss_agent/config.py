@@ -7,7 +7,8 @@ frozen ``Config`` and never parses a string again. A bad value raises
 line and exit code 2).
 
 The table ``KEYS`` is the single list of keys: the loader, ``config.example.toml``
-(checked by a test) and the docs all follow it.
+(checked by a test) and the docs all follow it. The one exception is the
+``[projects]`` table (project id -> path), whose keys are the owner's own names.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # strictest first
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")  # strictest first
 APPROVAL_MODES = ("remote", "deny")
 FALLBACKS = ("exec", "cua")
+PROJECTS = "projects"  # the [projects] table: project id -> path
 
 
 def _str(value: Any) -> str:
@@ -132,6 +134,8 @@ KEYS: tuple[Key, ...] = (
         "token, device id, discovery cache, report spool, lock, logs"),
     Key("workspaces", "BOSS_WORKSPACES", None, _paths,
         "roots a task's workdir must lie in (default: your home)"),
+    Key("default_workdir", "BOSS_DEFAULT_WORKDIR", None, _opt_path,
+        "where a task naming no workdir runs (default: a per-thread scratch dir in the state dir)"),
     Key("max_concurrent_tasks", "BOSS_MAX_CONCURRENT_TASKS", 2, _int(1, 64),
         "tasks run at once"),
     Key("grace_period_s", "BOSS_GRACE_PERIOD_S", 30, _int(0, 3600),
@@ -158,7 +162,7 @@ KEYS: tuple[Key, ...] = (
         "per-request deadline (codex may drop replies when overloaded)"),
     Key("codex.approval_policy", "BOSS_CODEX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "default approval policy for tasks that name none"),
-    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "never",
+    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "the most permissive approval policy a task may get"),
     Key("codex.sandbox", "BOSS_CODEX_SANDBOX", "workspace-write", _choice(SANDBOXES),
         "default sandbox for tasks that name none"),
@@ -225,6 +229,10 @@ class Config:
     codex: CodexSettings
     gateway: GatewaySettings
     cua_bin: str | None
+    default_workdir: Path | None = None
+    projects: dict[str, Path] = field(default_factory=dict)
+    # False when ``workspaces`` is the built-in default (home), which the owner did not list.
+    workspaces_listed: bool = True
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -260,6 +268,18 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _projects(value: Any) -> dict[str, Path]:
+    """The ``[projects]`` table: each project id names a path (``~`` expanded)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("expected a table of project id = path")
+    projects: dict[str, Path] = {}
+    for project_id, path in value.items():
+        if not isinstance(project_id, str) or not project_id or not isinstance(path, str) or not path:
+            raise ValueError("each project maps an id to a path string")
+        projects[project_id] = _path(path)
+    return projects
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -268,8 +288,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    projects = data.pop(PROJECTS, None)
     flat = _flatten(data)
-    unknown = sorted(set(flat) - set(KEYS_BY_NAME))
+    if projects is not None:
+        flat[PROJECTS] = projects
+    unknown = sorted(set(flat) - set(KEYS_BY_NAME) - {PROJECTS})
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}")
     return flat
@@ -287,6 +310,7 @@ def load_config(
     if explicit and not candidate.is_file():
         raise ConfigError(f"{candidate}: no such config file")
     raw: dict[str, tuple[Any, str]] = {k.name: (k.default, "default") for k in KEYS}
+    raw[PROJECTS] = ({}, "default")
     config_path = candidate if candidate.is_file() else None
     if config_path is not None:
         for name, value in _read_file(config_path).items():
@@ -295,7 +319,7 @@ def load_config(
         if key.env and key.env in env:
             raw[key.name] = (env[key.env], f"environment {key.env}")
     for name, value in (overrides or {}).items():
-        if name not in KEYS_BY_NAME:
+        if name not in KEYS_BY_NAME and name != PROJECTS:
             raise ConfigError(f"unknown setting {name!r}")
         if value is not None:
             raw[name] = (value, "command line")
@@ -306,6 +330,11 @@ def load_config(
             values[key.name] = key.parse(value) if value is not None else None
         except ValueError as exc:
             raise ConfigError(f"{key.name} ({source}): {exc}") from None
+    value, source = raw[PROJECTS]
+    try:
+        values[PROJECTS] = _projects(value)
+    except ValueError as exc:
+        raise ConfigError(f"{PROJECTS} ({source}): {exc}") from None
     return _build(values, config_path, {name: src for name, (_, src) in raw.items()})
 
 
@@ -330,6 +359,9 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         codex=codex,
         gateway=gateway,
         cua_bin=v["cua.bin"],
+        default_workdir=v["default_workdir"],
+        projects=v[PROJECTS],
+        workspaces_listed=bool(v["workspaces"]),
         config_path=config_path,
         sources=sources,
     )

@@ -37,6 +37,7 @@ def plan_reload(running: Config, loaded: Config) -> Reload:
     changed = [k.name for k in KEYS if config_value(running, k.name) != config_value(loaded, k.name)]
     codex = replace(running.codex, **{name: getattr(loaded.codex, name) for name in _LIVE_CODEX})
     merged = replace(running, log_level=loaded.log_level, workspaces=loaded.workspaces,
+                     workspaces_listed=loaded.workspaces_listed,
                      cua_bin=loaded.cua_bin, codex=codex)
     return Reload(merged, tuple(k for k in changed if k in LIVE_KEYS),
                   tuple(k for k in changed if k not in LIVE_KEYS))

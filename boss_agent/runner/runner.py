@@ -28,7 +28,7 @@ from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.policy import link_scratch, resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Backend, Task, TaskResult, TaskSink
 from boss_agent.timefmt import utc_iso
@@ -78,6 +78,10 @@ class Runner:
             logger.exception("task %s crashed in the runner", task.task_id)
             result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
         if ctx.ran:
+            try:
+                link_scratch(self.config, workdir, ctx.thread_id)
+            except OSError as exc:
+                logger.warning("could not link the thread's scratch dir: %s", exc.__class__.__name__)
             await self._after_turn(ctx)
         return await self._finish(feed, result, ctx)
 
