@@ -217,7 +217,7 @@ class Runner:
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
             if self._gh_status is None:
-                self._gh_status = await gitfacts.github_cli(ctx.workdir)
+                self._gh_status = await gitfacts.github_cli()
             branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
             if branch:
                 await ctx.feed.event("branch", **branch)
