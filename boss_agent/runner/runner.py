@@ -66,7 +66,7 @@ class Runner:
         policy = resolve_policy(task, self.config)
         feed = CardFeed(sink, backend="app_server", workdir=str(workdir))
         ctx = RunContext(task, self.config, sink, cancel, workdir, policy, feed,
-                         thread_id=task.codex_thread_ref)
+                         thread_id=task.codex_thread_ref, app_server_pid=self._app_server_pid)
         for kind, message in policy.warnings:
             await feed.event("warning", kind=kind, message=message)
         await feed.status("running")
@@ -105,6 +105,9 @@ class Runner:
             except AppServerError:
                 pass  # keep the last answer; the next refresh asks again
         return self.capabilities
+
+    def _app_server_pid(self) -> int | None:
+        return getattr(self.app, "child_pid", None)
 
     # ---------------------------------------------------------------- paths
 

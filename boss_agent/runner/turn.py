@@ -73,7 +73,7 @@ class AppServerTurn:
         self.ctx = ctx
         self.client = client
         self.turn_sent = False
-        self._pids: set[int] = set()
+        self._calls: set[str] = set()  # this turn's commandExecution item ids
         self._last_answer: str | None = None
         self._interrupting = False
 
@@ -251,9 +251,8 @@ class AppServerTurn:
 
     def _note_item(self, item: dict[str, Any]) -> None:
         if item.get("type") == "commandExecution":
-            pid = str(item.get("processId") or "")
-            if pid.isdigit():
-                self._pids.add(int(pid))
+            if isinstance(item.get("id"), str):
+                self._calls.add(item["id"])
         elif item.get("type") == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
@@ -267,7 +266,8 @@ class AppServerTurn:
         except AppServerError as exc:
             logger.info("turn/interrupt failed (%s); ending the commands anyway", exc.__class__.__name__)
         # codex leaves interrupted exec processes running (facts 3f): end them here.
-        killed = await asyncio.to_thread(kill_turn_processes, self._pids, ctx.workdir, ctx.started_at)
+        killed = await asyncio.to_thread(kill_turn_processes, ctx.thread_id, self._calls,
+                                         ctx.app_server_pid(), ctx.started_at)
         if killed:
             logger.info("ended %d process(es) the interrupted turn left running", killed)
 
