@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from boss_agent.codexbin import child_environment
 from boss_agent.progress.artifacts import artifact_kind
 from boss_agent.runner.helper_cmd import run_probe
 
@@ -77,7 +78,8 @@ async def github_cli() -> str:
     if not shutil.which("gh"):
         return "missing"
     # Not in the workdir: gh reads the repository's git config there.
-    code, _ = await run_probe(["gh", "auth", "status"], cwd=Path(os.sep), timeout=GH_TIMEOUT_S)
+    code, _ = await run_probe(["gh", "auth", "status"], cwd=Path(os.sep), timeout=GH_TIMEOUT_S,
+                              env=child_environment())
     return "available" if code == 0 else "unauthenticated"
 
 
