@@ -120,6 +120,16 @@ def _ref(raw: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+REF_FIELDS = {"codex_thread_ref": "codexThreadRef", "source_thread_ref": "sourceCodexThreadRef",
+              "target_thread_ref": "targetCodexThreadRef", "target_turn_id": "targetCodexTurnId"}
+
+
+def check_refs(task: Task) -> None:
+    """Re-check a task's refs where it is run, whoever built it (``TaskRejected``)."""
+    for name, key in REF_FIELDS.items():
+        _ref({key: getattr(task, name)}, key)
+
+
 def _choice(raw: Mapping[str, Any], key: str, options: tuple[str, ...], default: str | None) -> str | None:
     value = raw.get(key)
     if value is None:

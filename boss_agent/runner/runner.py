@@ -30,7 +30,7 @@ from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.policy import link_scratch, resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
-from boss_agent.tasks import Backend, Task, TaskResult, TaskSink
+from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class Runner:
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
         feed = CardFeed(sink, backend="app_server", workdir=None)
         try:
+            check_refs(task)
             workdir = resolve_workdir(task, self.config)
         except TaskRejected as exc:
             logger.info("task %s refused: %s", task.task_id, exc.code)

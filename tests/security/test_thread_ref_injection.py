@@ -17,7 +17,11 @@ from boss_agent.codexbin import CodexBinary
 from boss_agent.demo import scripted_model as sm
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import Runner
+from boss_agent.runner.context import RunContext
 from boss_agent.runner.exec_backend import exec_argv
+from boss_agent.runner.feed import CardFeed
+from boss_agent.runner.policy import resolve_policy
+from boss_agent.tasks import Task
 from tests.runner_support import Sink, make_config
 from tests.security.support import hostile, missing_app_server
 
@@ -64,10 +68,6 @@ def test_a_codex_id_or_a_plain_thread_name_is_accepted(ref: str) -> None:
 
 
 def test_the_exec_argv_puts_every_positional_after_a_double_dash(tmp_path: Path, codex_bin: str) -> None:
-    from boss_agent.runner.context import RunContext
-    from boss_agent.runner.feed import CardFeed
-    from boss_agent.runner.policy import resolve_policy
-
     config = make_config(tmp_path, codex_bin)
     task = hostile(codexThreadRef="release-notes-thread", model="gpt-5.5")
     ctx = RunContext(task, config, Sink(), asyncio.Event(), tmp_path, resolve_policy(task, config),
@@ -77,3 +77,13 @@ def test_the_exec_argv_puts_every_positional_after_a_double_dash(tmp_path: Path,
     split = argv.index("--")
     assert argv[split + 1:] == ["release-notes-thread", "-"]
     assert "--model=gpt-5.5" in argv[:split]  # a value glued to its option cannot become one
+
+
+async def test_the_runner_refuses_a_bad_ref_however_the_task_was_built(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
+    config = make_config(tmp_path, codex_bin)
+    async with missing_app_server(tmp_path, codex_bin) as app:
+        result = await Runner(config, app, codex_home=codex_home).run(
+            Task("t-direct", "x", codex_thread_ref=BYPASS), Sink(), asyncio.Event())
+    assert result.status == "failed" and result.error_code == "invalid_thread_ref"
+    assert scripted_model.requests == []
