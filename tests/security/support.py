@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from boss_agent.appserver.client import AppServer
 from boss_agent.tasks import Task, parse_task
-from tests.runner_support import make_config
+from tests.runner_support import missing_app_server
 
-
-def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
-    """An app-server whose codex binary does not exist: every task reaches the fallbacks."""
-    broken = make_config(tmp / "broken", codex_bin, **{"codex.bin": str(tmp / "no-such-codex")})
-    return AppServer.from_config(broken)
+__all__ = ["hostile", "missing_app_server"]
 
 
 def hostile(**fields: Any) -> Task:

@@ -22,19 +22,11 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
-from tests.runner_support import Sink, make_config, poll
+from tests.runner_support import Sink, make_config, poll, sleepers
 from tests.security.support import hostile
 from tests.test_appserver_transports import Listener
 
 pytestmark = [pytest.mark.codex]
-
-
-def _sleepers(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
 
 
 def _background_sleep_turn(model: sm.ScriptedModel, seconds: str) -> None:
@@ -52,7 +44,7 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 def _sleep(marker: str) -> list[psutil.Process]:
-    return [proc for proc in _sleepers(f"sleep {marker}") if proc.name() == "sleep" and _alive(proc)]
+    return [proc for proc in sleepers(f"sleep {marker}") if proc.name() == "sleep" and _alive(proc)]
 
 
 @pytest.fixture
@@ -61,7 +53,7 @@ def reaper() -> Iterator[list[str]]:
     markers: list[str] = []
     yield markers
     for marker in markers:
-        for proc in _sleepers(f"sleep {marker}"):
+        for proc in sleepers(f"sleep {marker}"):
             proc.kill()
 
 
