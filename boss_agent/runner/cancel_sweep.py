@@ -21,7 +21,6 @@ import os
 
 import psutil
 
-
 logger = logging.getLogger(__name__)
 
 KILL_WAIT_S = 3.0  # SIGKILL is not catchable; this only bounds reaping

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from boss_agent.tasks import Task, parse_task
-from tests.runner_support import missing_app_server
+from tests.support.runner import missing_app_server
 
 __all__ = ["hostile", "missing_app_server"]
 

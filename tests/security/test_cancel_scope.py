@@ -22,9 +22,9 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
-from tests.runner_support import Sink, make_config, poll, sleepers
+from tests.support.runner import Sink, make_config, poll, sleepers
 from tests.security.support import hostile
-from tests.test_appserver_transports import Listener
+from tests.peers.codex.test_appserver_transports import Listener
 
 pytestmark = [pytest.mark.codex]
 

@@ -20,7 +20,7 @@ from boss_agent.config import Config, load_config
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
-from tests.runner_support import Sink
+from tests.support.runner import Sink
 from tests.security.support import hostile
 
 pytestmark = [pytest.mark.codex]

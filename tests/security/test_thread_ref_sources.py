@@ -18,7 +18,7 @@ from by_framework.core.protocol.message_header import MessageHeader
 from boss_agent.controlplane.server import ControlPlane
 from boss_agent.errors import TaskRejected
 from boss_agent.sources.gateway import wire
-from tests.controlplane_support import HTTP_TIMEOUT_S, error_code
+from tests.support.controlplane import HTTP_TIMEOUT_S, error_code
 
 BYPASS = "--dangerously-bypass-approvals-and-sandbox"
 
