@@ -7,7 +7,8 @@ frozen ``Config`` and never parses a string again. A bad value raises
 line and exit code 2).
 
 The table ``KEYS`` is the single list of keys: the loader, ``config.example.toml``
-(checked by a test) and the docs all follow it.
+(checked by a test) and the docs all follow it. The one exception is the
+``[projects]`` table (project id -> path), whose keys are the owner's own names.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # strictest first
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")  # strictest first
 APPROVAL_MODES = ("remote", "deny")
 FALLBACKS = ("exec", "cua")
+PROJECTS = "projects"  # the [projects] table: project id -> path
 
 
 def _str(value: Any) -> str:
@@ -134,6 +135,8 @@ KEYS: tuple[Key, ...] = (
         "token, device id, discovery cache, report spool, lock, logs"),
     Key("workspaces", "BOSS_WORKSPACES", None, _paths,
         "roots a task's workdir must lie in (default: your home)"),
+    Key("default_workdir", "BOSS_DEFAULT_WORKDIR", None, _opt_path,
+        "where a task naming no workdir runs (default: a per-thread scratch dir in the state dir)"),
     Key("max_concurrent_tasks", "BOSS_MAX_CONCURRENT_TASKS", 2, _int(1, 64),
         "tasks run at once"),
     Key("grace_period_s", "BOSS_GRACE_PERIOD_S", 30, _int(0, 3600),
@@ -160,7 +163,7 @@ KEYS: tuple[Key, ...] = (
         "per-request deadline (codex may drop replies when overloaded)"),
     Key("codex.approval_policy", "BOSS_CODEX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "default approval policy for tasks that name none"),
-    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "never",
+    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "the most permissive approval policy a task may get"),
     Key("codex.sandbox", "BOSS_CODEX_SANDBOX", "workspace-write", _choice(SANDBOXES),
         "default sandbox for tasks that name none"),
@@ -227,8 +230,11 @@ class Config:
     codex: CodexSettings
     gateway: GatewaySettings
     cua_bin: str | None
+    default_workdir: Path | None = None
+    projects: dict[str, Path] = field(default_factory=dict)
+    # False when ``workspaces`` is the built-in default (home), which the owner did not list.
+    workspaces_listed: bool = True
     config_path: Path | None = None
-    projects: Mapping[str, Path] = field(default_factory=dict)  # [projects] id -> directory
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -266,17 +272,17 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 _PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
-def _projects(table: Any, path: Path) -> dict[str, Path]:
+def _projects(value: Any) -> dict[str, Path]:
     """The ``[projects]`` table: project id -> directory (ids are advertised, paths never)."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [projects] must be a table of id = \"path\"")
+    if not isinstance(value, Mapping):
+        raise ValueError("expected a table of project id = path")
     projects: dict[str, Path] = {}
-    for project_id, directory in table.items():
-        if not _PROJECT_ID.fullmatch(project_id) or ".." in project_id:
-            raise ConfigError(f"{path}: projects.{project_id}: ids are letters, digits, '_', '.', '-'")
-        if not isinstance(directory, str) or not directory:
-            raise ConfigError(f"{path}: projects.{project_id}: must be a directory path")
-        projects[project_id] = _path(directory).resolve()
+    for project_id, path in value.items():
+        if not isinstance(project_id, str) or not _PROJECT_ID.fullmatch(project_id) or ".." in project_id:
+            raise ValueError(f"{project_id!r}: ids are letters, digits, '_', '.', '-'")
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{project_id}: must be a directory path")
+        projects[project_id] = _path(path).resolve()
     return projects
 
 
@@ -288,13 +294,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
-    if "projects" in data:  # a table of user-chosen ids, not fixed keys
-        data["projects"] = _projects(data["projects"], path)
-    projects = data.pop("projects", None)
+    projects = data.pop(PROJECTS, None)
     flat = _flatten(data)
     if projects is not None:
-        flat["projects"] = projects
-    unknown = sorted(set(flat) - set(KEYS_BY_NAME) - {"projects"})
+        flat[PROJECTS] = projects
+    unknown = sorted(set(flat) - set(KEYS_BY_NAME) - {PROJECTS})
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}")
     return flat
@@ -312,18 +316,17 @@ def load_config(
     if explicit and not candidate.is_file():
         raise ConfigError(f"{candidate}: no such config file")
     raw: dict[str, tuple[Any, str]] = {k.name: (k.default, "default") for k in KEYS}
+    raw[PROJECTS] = ({}, "default")
     config_path = candidate if candidate.is_file() else None
-    projects: dict[str, Path] = {}
     if config_path is not None:
         from_file = _read_file(config_path)
-        projects = from_file.pop("projects", None) or {}
         for name, value in from_file.items():
             raw[name] = (value, str(config_path))
     for key in KEYS:
         if key.env and key.env in env:
             raw[key.name] = (env[key.env], f"environment {key.env}")
     for name, value in (overrides or {}).items():
-        if name not in KEYS_BY_NAME:
+        if name not in KEYS_BY_NAME and name != PROJECTS:
             raise ConfigError(f"unknown setting {name!r}")
         if value is not None:
             raw[name] = (value, "command line")
@@ -334,8 +337,12 @@ def load_config(
             values[key.name] = key.parse(value) if value is not None else None
         except ValueError as exc:
             raise ConfigError(f"{key.name} ({source}): {exc}") from None
-    config = _build(values, config_path, {name: src for name, (_, src) in raw.items()})
-    return dataclasses.replace(config, projects=projects) if projects else config
+    value, source = raw[PROJECTS]
+    try:
+        values[PROJECTS] = _projects(value)
+    except ValueError as exc:
+        raise ConfigError(f"{PROJECTS} ({source}): {exc}") from None
+    return _build(values, config_path, {name: src for name, (_, src) in raw.items()})
 
 
 def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str]) -> Config:
@@ -359,6 +366,9 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         codex=codex,
         gateway=gateway,
         cua_bin=v["cua.bin"],
+        default_workdir=v["default_workdir"],
+        projects=v[PROJECTS],
+        workspaces_listed=bool(v["workspaces"]),
         config_path=config_path,
         sources=sources,
     )

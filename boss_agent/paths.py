@@ -1,8 +1,7 @@
 """Path containment: is this path inside that root, after symlinks and ``..`` are resolved.
 
 The one check behind "a task's workdir must be inside a configured workspace"
-(``runner/policy.py``) and "this process runs in the task's workdir" (the cancel
-sweep). Comparing strings is wrong both ways (``/work`` vs ``/workshop``, a symlink
+(``runner/policy.py``). Comparing strings is wrong both ways (``/work`` vs ``/workshop``, a symlink
 out of the root), so both sides are resolved and compared by path components.
 """
 

@@ -28,9 +28,9 @@ from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.policy import link_scratch, resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
-from boss_agent.tasks import Backend, Task, TaskResult, TaskSink
+from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class Runner:
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
         feed = CardFeed(sink, backend="app_server", workdir=None)
         try:
+            check_refs(task)
             workdir = resolve_workdir(task, self.config)
         except TaskRejected as exc:
             logger.info("task %s refused: %s", task.task_id, exc.code)
@@ -66,7 +67,7 @@ class Runner:
         policy = resolve_policy(task, self.config)
         feed = CardFeed(sink, backend="app_server", workdir=str(workdir))
         ctx = RunContext(task, self.config, sink, cancel, workdir, policy, feed,
-                         thread_id=task.codex_thread_ref)
+                         thread_id=task.codex_thread_ref, app_server_pid=self._app_server_pid)
         for kind, message in policy.warnings:
             await feed.event("warning", kind=kind, message=message)
         await feed.status("running")
@@ -78,6 +79,10 @@ class Runner:
             logger.exception("task %s crashed in the runner", task.task_id)
             result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
         if ctx.ran:
+            try:
+                link_scratch(self.config, workdir, ctx.thread_id)
+            except OSError as exc:
+                logger.warning("could not link the thread's scratch dir: %s", exc.__class__.__name__)
             await self._after_turn(ctx)
         return await self._finish(feed, result, ctx)
 
@@ -101,6 +106,9 @@ class Runner:
             except AppServerError:
                 pass  # keep the last answer; the next refresh asks again
         return self.capabilities
+
+    def _app_server_pid(self) -> int | None:
+        return getattr(self.app, "child_pid", None)
 
     # ---------------------------------------------------------------- paths
 
@@ -174,6 +182,12 @@ class Runner:
         return await self._exec(ctx)
 
     async def _exec(self, ctx: RunContext) -> TaskResult:
+        if ctx.policy.approval_policy != "never":
+            # exec cannot ask: running here would answer every approval with "yes".
+            message = (f"the Codex app-server is unavailable and codex exec cannot ask for approvals "
+                       f"(approval policy {ctx.policy.approval_policy}); the task did not run")
+            await ctx.feed.event("warning", kind="fallback", message=message)
+            raise TaskFailed(message, "approval_unavailable")
         try:
             binary = resolve_native(find_codex(self.config.codex.bin))
         except AppServerUnavailable as exc:
@@ -207,7 +221,7 @@ class Runner:
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
             if self._gh_status is None:
-                self._gh_status = await gitfacts.github_cli(ctx.workdir)
+                self._gh_status = await gitfacts.github_cli()
             branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
             if branch:
                 await ctx.feed.event("branch", **branch)

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from boss_agent.appserver.routing import Notification, ThreadListener
-from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
+from boss_agent.errors import (
+    AppServerError,
+    RpcError,
+    ServerOverloaded,
+    TaskFailed,
+    TurnNotActive,
+    TurnNotStarted,
+)
 from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
@@ -37,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
+THREAD_NOT_FOUND = "thread_not_found"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
 
 
@@ -65,7 +73,7 @@ class AppServerTurn:
         self.ctx = ctx
         self.client = client
         self.turn_sent = False
-        self._pids: set[int] = set()
+        self._calls: set[str] = set()  # this turn's commandExecution item ids
         self._last_answer: str | None = None
         self._interrupting = False
 
@@ -156,8 +164,13 @@ class AppServerTurn:
         # A thread started here that has no turn yet has no rollout to resume from, but it
         # is loaded and usable as it is (turn/start still carries the approval policy).
         loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
-        if ctx.thread_id not in (loaded or {}).get("data", []):
+        if ctx.thread_id in (loaded or {}).get("data", []):
+            return
+        if isinstance(refused, ServerOverloaded):
             raise TurnNotStarted(refused) from refused
+        # codex answered and has no such thread: no backend may turn this follow-up into a
+        # new, unrelated thread (codex exec resume of an unknown name starts one).
+        raise TaskFailed("this device has no Codex thread with that reference", THREAD_NOT_FOUND) from refused
 
     async def _before_turn[T](self, call: Awaitable[T]) -> T:
         try:
@@ -241,9 +254,8 @@ class AppServerTurn:
 
     def _note_item(self, item: dict[str, Any]) -> None:
         if item.get("type") == "commandExecution":
-            pid = str(item.get("processId") or "")
-            if pid.isdigit():
-                self._pids.add(int(pid))
+            if isinstance(item.get("id"), str):
+                self._calls.add(item["id"])
         elif item.get("type") == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
@@ -257,7 +269,8 @@ class AppServerTurn:
         except AppServerError as exc:
             logger.info("turn/interrupt failed (%s); ending the commands anyway", exc.__class__.__name__)
         # codex leaves interrupted exec processes running (facts 3f): end them here.
-        killed = await asyncio.to_thread(kill_turn_processes, self._pids, ctx.workdir, ctx.started_at)
+        killed = await asyncio.to_thread(kill_turn_processes, ctx.thread_id, self._calls,
+                                         ctx.app_server_pid(), ctx.started_at)
         if killed:
             logger.info("ended %d process(es) the interrupted turn left running", killed)
 

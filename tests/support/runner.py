@@ -8,6 +8,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.config import Config, load_config
 from boss_agent.tasks import ApprovalRequest
@@ -22,6 +25,21 @@ def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
     return load_config(overrides={
         "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
         **overrides}, environ={})
+
+
+def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
+    """An app-server whose codex binary does not exist: every task reaches the fallbacks."""
+    broken = make_config(tmp / "broken", codex_bin, **{"codex.bin": str(tmp / "no-such-codex")})
+    return AppServer.from_config(broken)
+
+
+def sleepers(marker: str) -> list[psutil.Process]:
+    """Processes whose command line contains ``marker`` (a command's unique sleep)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
 
 
 def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: Any) -> dict[str, Any]:

@@ -84,7 +84,11 @@ def test_the_example_file_documents_every_key_and_loads_as_the_defaults(tmp_path
     example = (REPO / "config.example.toml").read_text()
     uncommented = re.sub(r"^# (\w[\w.]* = )", r"\1", example, flags=re.MULTILINE)
     documented = set(_flatten(tomllib.loads(uncommented)))
-    # Keys documented under a [section] table are dotted by _flatten.
+    # Keys documented under a [section] table are dotted by _flatten; the [projects]
+    # table's keys are the owner's own project ids, shown by one example.
+    projects = {name for name in documented if name.startswith("projects.")}
+    assert projects, "the [projects] table is documented"
+    documented -= projects
     assert documented == set(KEYS_BY_NAME), documented ^ set(KEYS_BY_NAME)
     config = load_config(write(tmp_path, example), environ={})
     for key in KEYS:
@@ -97,3 +101,23 @@ def test_the_example_file_documents_every_key_and_loads_as_the_defaults(tmp_path
 
 def test_every_key_has_an_environment_variable() -> None:
     assert all(key.env and key.env.startswith("BOSS_") for key in KEYS)
+
+
+def test_the_projects_table_maps_ids_to_expanded_paths(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[projects]\napp = "~/src/app"\n"team.web" = "/srv/web"\n'),
+                         environ={})
+    assert config.projects == {"app": Path("~/src/app").expanduser(), "team.web": Path("/srv/web")}
+    assert load_config(environ={}).projects == {}
+
+
+@pytest.mark.parametrize("text", ['projects = "~/src"\n', '[projects]\napp = 3\n', '[projects]\napp = ""\n'])
+def test_a_bad_projects_table_is_a_config_error(tmp_path: Path, text: str) -> None:
+    with pytest.raises(ConfigError, match="projects"):
+        load_config(write(tmp_path, text), environ={})
+
+
+def test_default_workdir_and_the_approval_cap_default_safely(tmp_path: Path) -> None:
+    config = load_config(environ={"BOSS_DEFAULT_WORKDIR": str(tmp_path)})
+    assert config.default_workdir == tmp_path
+    assert config.codex.max_approval_policy == "on-request"
+    assert config.workspaces_listed is False

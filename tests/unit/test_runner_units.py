@@ -40,11 +40,14 @@ def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "escape")), config)
 
 
-def test_a_missing_workdir_is_refused_but_no_workdir_means_the_first_root(tmp_path: Path) -> None:
+def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_thread(
+        tmp_path: Path) -> None:
     config = _config(tmp_path)
     with pytest.raises(TaskRejected):
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "nope")), config)
-    assert resolve_workdir(Task("t", "p"), config) == config.workspaces[0]
+    scratch = resolve_workdir(Task("t", "p"), config)
+    assert scratch.parent == (config.state_dir / "scratch").resolve() and scratch.is_dir()
+    assert resolve_workdir(Task("t2", "p", codex_thread_ref="thr-1"), config).name == "thr-1"
     inner = config.workspaces[0] / "a" / "b"
     inner.mkdir(parents=True)
     assert resolve_workdir(Task("t", "p", workdir=str(inner / ".." / "b")), config) == inner

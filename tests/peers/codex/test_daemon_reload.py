@@ -85,6 +85,16 @@ async def test_after_a_reload_a_task_outside_the_new_workspaces_is_refused(
     assert str(second) not in caplog.text  # names only, never values
 
 
+def test_the_workdir_settings_apply_live_on_reload(tmp_path: Path) -> None:
+    running = load_config(environ={}, overrides={"state_dir": str(tmp_path / "s")})
+    loaded = load_config(environ={"BOSS_DEFAULT_WORKDIR": str(tmp_path)}, overrides={
+        "state_dir": str(tmp_path / "s"), "projects": {"app": str(tmp_path / "app")}})
+    result = plan_reload(running, loaded)
+    assert set(result.applied) == {"default_workdir", "projects"} and result.needs_restart == ()
+    assert result.config.default_workdir == tmp_path
+    assert result.config.projects == {"app": tmp_path / "app"}
+
+
 def test_a_reload_of_a_broken_file_keeps_the_running_configuration(
     tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:

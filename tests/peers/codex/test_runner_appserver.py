@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import pytest_asyncio
 
@@ -21,7 +20,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, module_env, poll
+from tests.support.runner import Sink, make_config, module_env, poll, sleepers
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.asyncio(loop_scope="module"),
@@ -187,14 +186,6 @@ async def test_deny_mode_declines_at_once_without_asking(
     assert result.status == "completed" and sink.approvals == [] and not (work / "denied.txt").exists()
 
 
-def _sleepers(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
-
-
 async def test_cancel_interrupts_the_turn_and_kills_the_running_command(
         env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
     work = _workdir(env, "cancel")
@@ -204,11 +195,11 @@ async def test_cancel_interrupts_the_turn_and_kills_the_running_command(
     sink = Sink()
     async with asyncio.TaskGroup() as tg:
         running = tg.create_task(runner.run(Task("t-cancel", "sleep", workdir=str(work)), sink, cancel))
-        await poll(lambda: _sleepers(f"sleep {marker}"))
+        await poll(lambda: sleepers(f"sleep {marker}"))
         cancel.set()
     result = running.result()
     assert result.status == "cancelled" and result.error_code == "cancelled"
-    assert _sleepers(f"sleep {marker}") == []
+    assert sleepers(f"sleep {marker}") == []
     assert result.execution_progress["status"] == "cancelled"
 
 

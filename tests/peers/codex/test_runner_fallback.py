@@ -13,24 +13,21 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, poll
+from tests.support.runner import Sink, make_config, missing_app_server, poll
 
 pytestmark = [
     pytest.mark.codex,
 ]
 
 
-def _missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
-    broken = make_config(tmp / "broken", codex_bin, **{"codex.bin": str(tmp / "no-such-codex")})
-    return AppServer.from_config(broken)
-
-
 async def test_without_an_app_server_codex_exec_runs_the_task_and_resumes_its_thread(
         tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
-    config = make_config(tmp_path, codex_bin)
+    # exec cannot ask, so it runs only tasks the owner lets run unasked.
+    config = make_config(tmp_path, codex_bin, **{"codex.approval_policy": "never",
+                                                 "codex.max_approval_policy": "never"})
     scripted_model.enqueue(sm.text_reply("from exec"))
     scripted_model.enqueue(sm.text_reply("resumed in exec"))
-    async with _missing_app_server(tmp_path, codex_bin) as app:
+    async with missing_app_server(tmp_path, codex_bin) as app:
         runner = Runner(config, app, codex_home=codex_home)
         sink = Sink()
         result = await runner.run(Task("t-exec", "first prompt"), sink, asyncio.Event())
@@ -52,7 +49,7 @@ async def test_without_an_app_server_codex_exec_runs_the_task_and_resumes_its_th
 async def test_without_an_app_server_and_no_exec_fallback_the_task_fails_cleanly(
         tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
     config = make_config(tmp_path, codex_bin, **{"codex.fallback": ["cua"]})
-    async with _missing_app_server(tmp_path, codex_bin) as app:
+    async with missing_app_server(tmp_path, codex_bin) as app:
         result = await Runner(config, app, codex_home=codex_home).run(Task("t-none", "x"), Sink(),
                                                                       asyncio.Event())
     assert result.status == "failed" and result.error_code == "app_server_unavailable"
