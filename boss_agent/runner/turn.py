@@ -24,6 +24,7 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.cancel_sweep import kill_turn_processes
+from boss_agent.runner.subagents import SubAgents
 
 logger = logging.getLogger(__name__)
 
@@ -191,12 +192,20 @@ class AppServerTurn:
 
     async def _loop(self, listener: Any, tg: asyncio.TaskGroup, approvals: Approvals,
                     answer_approvals: bool) -> dict[str, Any] | None:
+        children = SubAgents(self.ctx.thread_id, self.ctx.feed)
         async for message in listener:
-            if not hasattr(message, "raw"):  # a server request
+            if not hasattr(message, "raw"):  # a server request (the parent's or a sub-agent's)
                 await self._server_request(message, tg, approvals, answer_approvals)
                 continue
-            await self.ctx.feed.feed(message.raw)
             params = message.params if isinstance(message.params, dict) else {}
+            if children.is_child(params):
+                await children.note(message.method, params, message.raw)
+                if message.method in ("item/started", "item/completed"):
+                    self._note_item(params.get("item") or {}, answer=False)
+                elif message.method == "serverRequest/resolved":
+                    approvals.resolved(params.get("requestId"))
+                continue
+            await self.ctx.feed.feed(message.raw)
             if message.method == "serverRequest/resolved":
                 approvals.resolved(params.get("requestId"))
             elif message.method in ("item/started", "item/completed"):
@@ -219,12 +228,12 @@ class AppServerTurn:
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
-    def _note_item(self, item: dict[str, Any]) -> None:
+    def _note_item(self, item: dict[str, Any], *, answer: bool = True) -> None:
         if item.get("type") == "commandExecution":
             pid = str(item.get("processId") or "")
             if pid.isdigit():
                 self._pids.add(int(pid))
-        elif item.get("type") == "agentMessage" and item.get("text"):
+        elif answer and item.get("type") == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
     async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:
