@@ -232,6 +232,7 @@ class TaskQueue:
             " claimed_at = NULL, completed_at = NULL, updated_at = ? WHERE task_id = ?",
             (self.db.clock(), task_id),
         )
+        self.approvals.archive(task_id)
 
     def expire_leases(self, device_id: str | None = None) -> list[str]:
         """Abandon running tasks whose lease ran out (or all of ``device_id``'s)."""
@@ -255,6 +256,12 @@ class TaskQueue:
         self._owned(device_id, task_id)
         self._renew(task_id)
         return self.approvals.create(task_id, request)
+
+    def withdraw_approval(self, device_id: str, task_id: str, approval_id: str, reason: str) -> bool:
+        # Not ``_owned``: a turn that ended may withdraw after its task was completed.
+        if self._row(task_id)["device_id"] != device_id:
+            raise _not_owned("the task is not claimed by this device")
+        return self.approvals.withdraw(task_id, approval_id, reason)
 
     def poll_approval(self, device_id: str, task_id: str, approval_id: str) -> dict[str, Any]:
         row = self._row(task_id)
