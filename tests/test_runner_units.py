@@ -63,9 +63,9 @@ def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warn
 
 
 def test_the_approval_id_is_stable_per_codex_request_and_distinct_across_them() -> None:
-    assert approval_id("t1", 0, "call_a") == approval_id("t1", 0, "call_a")
-    assert approval_id("t1", 0, "call_a") != approval_id("t1", 1, "call_a")
-    assert approval_id("t1", 0, "call_a") != approval_id("t2", 0, "call_a")
+    assert approval_id("t1", 1, "c", 0) == approval_id("t1", 1, "c", 0)
+    assert approval_id("t1", 1, "c", 0) != approval_id("t1", 1, "c", 1)
+    assert approval_id("t1", 1, "c", 0) != approval_id("t2", 1, "c", 0)
 
 
 def test_decisions_become_the_answer_each_codex_request_expects() -> None:

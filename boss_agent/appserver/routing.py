@@ -62,10 +62,16 @@ Answer = Callable[[int | str, dict[str, Any] | None, dict[str, Any] | None], Awa
 
 
 class ServerRequest:
-    """A request codex sent us; answer it exactly once."""
+    """A request codex sent us; answer it exactly once.
 
-    def __init__(self, id: int | str, method: str, params: dict[str, Any], answer: Answer) -> None:
+    ``connection`` is the nonce of the connection it came on: codex numbers requests from
+    0 on every connection, so (connection, id) names a request, the id alone does not.
+    """
+
+    def __init__(self, id: int | str, method: str, params: dict[str, Any], answer: Answer,
+                 connection: str = "") -> None:
         self.id = id
+        self.connection = connection
         self.method = method
         self.params = params
         self._answer = answer

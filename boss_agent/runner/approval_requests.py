@@ -1,9 +1,10 @@
 """Codex approval and user-input requests, answered through the task's sink.
 
 Each Codex server request becomes exactly one ``ApprovalRequest``: its id is
-derived from the task id, the request id and the item id, so a request
-delivered twice (a reconnect, a retry) maps to the same approval and is asked
-once. The wait for the user's decision runs as its own task in the turn's task
+derived from the task id, the attempt, the app-server connection's nonce and the
+request id. A request delivered twice maps to the same approval and is asked once;
+a retried task (a new attempt) or a new connection (codex restarts request ids at 0
+on each) never names an earlier approval, so it cannot inherit its decision. The wait for the user's decision runs as its own task in the turn's task
 group, so notifications keep flowing while the phone decides. No decision in
 ``codex.approval_timeout_s`` declines; ``approvalMode: deny`` declines at once;
 a decision arriving after Codex resolved the request is dropped.
@@ -40,8 +41,8 @@ CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": 
                "cancel": "cancelled"}
 
 
-def approval_id(task_id: str, request_id: object, item_id: object) -> str:
-    digest = hashlib.sha256(f"{task_id}\0{request_id}\0{item_id}".encode()).hexdigest()
+def approval_id(task_id: str, attempt: int, connection: str, request_id: object) -> str:
+    digest = hashlib.sha256(f"{task_id}\0{attempt}\0{connection}\0{request_id!r}".encode()).hexdigest()
     return f"apr_{digest[:24]}"
 
 
@@ -116,8 +117,9 @@ class Approvals:
     """The approvals of one task's turn."""
 
     def __init__(self, *, task_id: str, feed: CardFeed, sink: TaskSink, approval_mode: str,
-                 timeout_s: float, workdir: str) -> None:
+                 timeout_s: float, workdir: str, attempt: int = 1) -> None:
         self.task_id = task_id
+        self.attempt = attempt
         self.feed = feed
         self.sink = sink
         self.approval_mode = approval_mode
@@ -129,7 +131,7 @@ class Approvals:
     def start(self, tg: asyncio.TaskGroup, request: Any) -> None:
         """Take one server request; the wait runs in ``tg`` beside the notification loop."""
         params = request.params if isinstance(request.params, dict) else {}
-        aid = approval_id(self.task_id, request.id, params.get("itemId") or params.get("callId"))
+        aid = approval_id(self.task_id, self.attempt, getattr(request, "connection", ""), request.id)
         if aid in self._seen:
             logger.debug("approval %s delivered again; already being handled", aid)
             return

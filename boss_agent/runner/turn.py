@@ -168,7 +168,7 @@ class AppServerTurn:
 
     async def _follow(self, listener: Any, *, answer_approvals: bool) -> TurnOutcome:
         ctx = self.ctx
-        approvals = Approvals(task_id=ctx.task.task_id, feed=ctx.feed, sink=ctx.sink,
+        approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
                               timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir))
         failure: BaseException | None = None

@@ -84,7 +84,8 @@ class RemoteApprovals:
             await self.api.create_approval(task.task_id, body)
         except BossApiError as exc:
             # A retried POST whose first try did land: the same approval already exists.
-            if exc.status != 409 or exc.code == "task_not_owned":
+            # approval_conflict is another request under this id: never wait on its decision.
+            if exc.status != 409 or exc.code in ("task_not_owned", "approval_conflict"):
                 raise
 
     @staticmethod
