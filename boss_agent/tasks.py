@@ -93,7 +93,12 @@ class TaskSink(Protocol):
         """The card changed. Cheap to call often: the source coalesces uploads."""
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
-        """Ask the user; return the decision (or user-input answers). May block long."""
+        """Ask the user; return the decision (or user-input answers). May block long.
+
+        A sink may also offer ``withdraw_approval(approval_id, reason)``: the runner calls
+        it when Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
+        ``cancelled``, ``timeout``), so the person is no longer asked.
+        """
 
 
 def _opt_str(raw: Mapping[str, Any], key: str, limit: int = MAX_ID_CHARS) -> str | None:

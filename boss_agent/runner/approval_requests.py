@@ -8,6 +8,10 @@ on each) never names an earlier approval, so it cannot inherit its decision. The
 group, so notifications keep flowing while the phone decides. No decision in
 ``codex.approval_timeout_s`` declines; ``approvalMode: deny`` declines at once;
 a decision arriving after Codex resolved the request is dropped.
+
+Whenever the wait ends without the person's decision (Codex resolved the request, the
+turn ended, the task was cancelled, the timeout) the sink is told to withdraw the
+approval, so no surface keeps offering a decision that can change nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ ELICITATION = "mcpServer/elicitation/request"
 ELICITATION_DECISIONS = ("accept", "decline", "cancel")
 DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
 MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
+WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
 CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
                "cancel": "cancelled"}
 
@@ -127,6 +132,7 @@ class Approvals:
         self.workdir = workdir
         self._seen: set[str] = set()
         self._waiting: dict[object, asyncio.Task[None]] = {}  # codex request id -> its wait
+        self._stop_reason: dict[object, str] = {}  # why a wait was cancelled (withdraw reason)
 
     def start(self, tg: asyncio.TaskGroup, request: Any) -> None:
         """Take one server request; the wait runs in ``tg`` beside the notification loop."""
@@ -138,15 +144,16 @@ class Approvals:
         self._seen.add(aid)
         self._waiting[request.id] = tg.create_task(self._handle(request, params, aid))
 
-    def resolved(self, request_id: object) -> None:
+    def resolved(self, request_id: object, reason: str = "resolved") -> None:
         """Codex resolved the request itself (turn interrupted): stop waiting for the user."""
         wait = self._waiting.pop(request_id, None)
         if wait is not None and not wait.done():
+            self._stop_reason[request_id] = reason
             wait.cancel()
 
-    def cancel_all(self) -> None:
+    def cancel_all(self, reason: str = "turn_ended") -> None:
         for request_id in list(self._waiting):
-            self.resolved(request_id)
+            self.resolved(request_id, reason)
 
     async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
         kind, summary, risk = describe(request.method, params, self.workdir)
@@ -161,6 +168,12 @@ class Approvals:
         status = "cancelled"
         try:
             decision = await self._ask(request.method, params, aid, kind, summary, risk)
+        except asyncio.CancelledError:
+            await self._withdraw(aid, self._stop_reason.pop(request.id, "turn_ended"))
+            self._waiting.pop(request.id, None)
+            await self.feed.event("approval", **entry, status=status)
+            raise
+        try:
             if request.answered:
                 logger.info("approval %s decided after codex resolved it; dropped", aid)
                 return
@@ -183,8 +196,19 @@ class Approvals:
                 return await self.sink.request_approval(ask)
         except TimeoutError:
             logger.info("approval %s timed out; declining", aid)
+            await self._withdraw(aid, "timeout")
             return None
         except Exception as exc:  # noqa: BLE001 - the sink failed (network, server): the safe answer is no
             logger.warning("approval %s could not be asked (%s); declining", aid,
                            exc.__class__.__name__)
             return None
+
+    async def _withdraw(self, aid: str, reason: str) -> None:
+        withdraw = getattr(self.sink, "withdraw_approval", None)
+        if withdraw is None:
+            return
+        try:
+            async with asyncio.timeout(WITHDRAW_TIMEOUT_S):
+                await withdraw(aid, reason)
+        except Exception as exc:  # noqa: BLE001 - best effort; the decision is already moot
+            logger.info("withdrawing approval %s failed (%s)", aid, exc.__class__.__name__)

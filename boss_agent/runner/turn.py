@@ -182,7 +182,7 @@ class AppServerTurn:
                 except AppServerError as exc:
                     failure = exc
                 finally:
-                    approvals.cancel_all()
+                    approvals.cancel_all("cancelled" if ctx.cancel.is_set() else "turn_ended")
                     if not self._interrupting:
                         watcher.cancel()
                     # else: let it finish killing the turn's processes before the task reports.

@@ -4,6 +4,9 @@ One Codex approval request is exactly one approval on the server: the approval i
 comes from the runner and is deterministic, so a retried POST names the same
 approval (a ``409`` on create means it already exists). The decision is long-polled
 until the task's approval timeout, which declines. A cancelled task stops waiting.
+Whenever the wait ends without the person's decision (timeout, cancel, or the runner
+reporting that Codex stopped waiting) the approval is withdrawn on the server, so the
+app stops offering it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 DECLINE = "decline"
 MIN_POLL_MS = 1_000  # the last poll before the timeout still gives the server a moment
-
+WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
+_TIMED_OUT = object()  # _ask's answer when the deadline passed with no decision
 
 async def _first_of(work: Any, cancel: asyncio.Event) -> tuple[bool, Any]:
     """Run ``work`` until it returns or ``cancel`` is set: (finished, result)."""
@@ -48,11 +52,21 @@ class RemoteApprovals:
             return DECLINE
         deadline = time.monotonic() + self.timeout_s
         finished, decision = await _first_of(self._ask(task, request, deadline), cancel)
-        if not finished:
+        if not finished or decision is _TIMED_OUT:
+            await self.withdraw(task, request.approval_id, "timeout" if finished else "cancelled")
             return DECLINE
         return decision
 
-    async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> str | dict[str, Any]:
+    async def withdraw(self, task: Task, approval_id: str, reason: str) -> None:
+        """Tell the server Codex no longer waits; best effort (the server may be gone)."""
+        try:
+            async with asyncio.timeout(WITHDRAW_TIMEOUT_S):
+                await self.api.withdraw_approval(task.task_id, approval_id, reason)
+        except (BossAgentError, TimeoutError) as exc:
+            logger.info("could not withdraw approval %s of task %s: %s", approval_id, task.task_id,
+                        exc.__class__.__name__)
+
+    async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> Any:
         try:
             await self._create(task, request)
         except BossAgentError as exc:
@@ -70,8 +84,10 @@ class RemoteApprovals:
                 continue
             if answer.get("status") == "decided":
                 return self._checked(request, answer.get("decision"))
+            if answer.get("status") == "withdrawn":
+                return DECLINE
         logger.info("approval on task %s timed out; declining", task.task_id)
-        return DECLINE
+        return _TIMED_OUT
 
     async def _create(self, task: Task, request: ApprovalRequest) -> None:
         body: dict[str, Any] = {
