@@ -39,6 +39,7 @@ class Task:
     approval_mode: str = "remote"
     approval_policy: str | None = None
     sandbox: str | None = None
+    collaboration_mode: str | None = None  # "plan": Codex may ask the person questions
     created_at: str | None = None
 
     def __repr__(self) -> str:  # the prompt never reaches a log line through repr
@@ -152,6 +153,7 @@ def parse_task(raw: Any) -> Task:
         approval_mode=_choice(raw, "approvalMode", ("remote", "deny"), "remote") or "remote",
         approval_policy=_choice(raw, "approvalPolicy", ("untrusted", "on-request", "never"), None),
         sandbox=_choice(raw, "sandbox", ("read-only", "workspace-write", "danger-full-access"), None),
+        collaboration_mode=_choice(raw, "collaborationMode", ("plan", "default"), None),
         created_at=_opt_str(raw, "createdAt"),
     )
     if intent == "thread_collaboration" and not (task.source_thread_ref and task.target_thread_ref):

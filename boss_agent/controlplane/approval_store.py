@@ -2,10 +2,13 @@
 
 A device creates an approval once (a retried create is the same approval) and
 long-polls it; the user decides on the page or through the local API. A decision
-is one of the request's ``availableDecisions`` or, for a ``userInput`` request,
-the answers to its questions in Codex's shape::
+is one of the request's ``availableDecisions``; for a ``userInput`` request, the
+answers to its questions (device API §6)::
 
-    {"answers": {"<question id>": {"answers": ["<label or free text>"]}}}
+    {"answers": {"<question id>": ["<label or free text>"]}}
+
+(Codex's own ``{"<id>": {"answers": [...]}}`` is accepted too); for an
+``elicitation`` accepted with a form, ``{"decision": "accept", "content": {…}}``.
 
 Deciding again with the same decision is a no-op; with another one it is a 409.
 Decisions are stored as JSON text, so both shapes round-trip unchanged.
@@ -29,6 +32,7 @@ DEFAULT_DECISIONS = ("accept", "decline")
 WITHDRAW_REASONS = ("resolved", "turn_ended", "cancelled", "timeout")
 MAX_ANSWERS = 20  # questions per request, answers per question: Codex asks a handful
 MAX_ANSWER_CHARS = 2000
+MAX_CONTENT_CHARS = 20_000  # an MCP form's content: a handful of fields
 
 
 def _invalid(message: str) -> ControlPlaneError:
@@ -39,12 +43,30 @@ def check_answers(decision: dict[str, Any]) -> None:
     """Raise 400 ``invalid_decision`` unless ``decision`` is a userInput answer object."""
     answers = decision.get("answers")
     if set(decision) != {"answers"} or not isinstance(answers, dict) or len(answers) > MAX_ANSWERS:
-        raise _invalid('answers must look like {"answers": {"<question id>": {"answers": ["…"]}}}')
+        raise _invalid('answers must look like {"answers": {"<question id>": ["…"]}}')
     for question_id, answer in answers.items():
-        texts = answer.get("answers") if isinstance(answer, dict) else None
+        texts = answer.get("answers") if isinstance(answer, dict) else answer
         if not isinstance(texts, list) or len(texts) > MAX_ANSWERS or not all(
                 isinstance(t, str) and len(t) <= MAX_ANSWER_CHARS for t in texts):
-            raise _invalid(f"the answer to {question_id!r} must be {{'answers': [strings]}}")
+            raise _invalid(f"the answer to {question_id!r} must be a list of strings")
+
+
+def check_content(decision: dict[str, Any]) -> None:
+    """An elicitation's accepted form: ``{"decision": "accept", "content": {…}}``."""
+    if set(decision) != {"decision", "content"} or decision["decision"] != "accept" \
+            or not isinstance(decision["content"], dict) or len(dumps(decision["content"])) > MAX_CONTENT_CHARS:
+        raise _invalid('a form answer must look like {"decision": "accept", "content": {…}}')
+
+
+def poll_answer(decision: Any) -> dict[str, Any]:
+    """The device's view of a decision (§6): answers and content ride beside ``decision``."""
+    if isinstance(decision, dict) and "answers" in decision:
+        answers = {qid: (a.get("answers") if isinstance(a, dict) else a)
+                   for qid, a in decision["answers"].items()}
+        return {"status": "decided", "decision": "accept", "answers": answers}
+    if isinstance(decision, dict):
+        return {"status": "decided", "decision": decision.get("decision"), "content": decision.get("content")}
+    return {"status": "decided", "decision": decision}
 
 
 class Approvals:
@@ -109,9 +131,12 @@ class Approvals:
                 return
             raise ControlPlaneError(409, "approval_already_decided", "the approval was already decided")
         if isinstance(decision, dict):
-            if current.get("kind") != "userInput":
-                raise _invalid("only a userInput approval takes answers")
-            check_answers(decision)
+            if current.get("kind") == "userInput":
+                check_answers(decision)
+            elif current.get("kind") == "elicitation":
+                check_content(decision)
+            else:
+                raise _invalid("only userInput and elicitation approvals take an object")
         elif decision not in (current.get("availableDecisions") or DEFAULT_DECISIONS):
             raise _invalid("decision is not one of availableDecisions")
         self.db.conn.execute(

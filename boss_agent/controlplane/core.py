@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from boss_agent.controlplane.approval_store import poll_answer
 from boss_agent.controlplane.db import Database
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
 from boss_agent.controlplane.events import Broadcaster, Signal
@@ -174,7 +175,7 @@ class Core:
             changed = self.approvals_changed.current()
             approval = self.queue.poll_approval(device_id, task_id, approval_id)
             if approval["status"] == "decided":
-                return {"status": "decided", "decision": approval["decision"]}
+                return poll_answer(approval["decision"])
             if approval["status"] == "withdrawn":
                 return {"status": "withdrawn"}
             if not await self._wait(changed, deadline):

@@ -38,6 +38,7 @@ from boss_agent.tasks import parse_task
 TASK_FIELDS = (
     "intentCategory", "projectId", "workdir", "codexThreadRef", "sourceCodexThreadRef",
     "targetCodexThreadRef", "targetCodexTurnId", "model", "approvalMode", "approvalPolicy", "sandbox",
+    "collaborationMode",
 )
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
 FINISHED = ("completed", "failed", "cancelled", "abandoned")

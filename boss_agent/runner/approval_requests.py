@@ -67,11 +67,30 @@ def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ..
         options = [{"label": sanitize_text(o.get("label", ""), workdir=workdir, limit=200),
                     "description": sanitize_text(o.get("description") or "", workdir=workdir, limit=300)}
                    for o in q.get("options") or [] if isinstance(o, dict)]
+        # The contract's names (device API §6): allowOther for codex's isOther, secret for isSecret.
         out.append({"id": sanitize_text(q.get("id", ""), limit=100),
                     "header": sanitize_text(q.get("header") or "", workdir=workdir, limit=100),
                     "question": sanitize_text(q.get("question") or "", workdir=workdir, limit=500),
-                    "options": options, "isSecret": bool(q.get("isSecret"))})
+                    "options": options, "allowOther": bool(q.get("isOther", True)),
+                    "secret": bool(q.get("isSecret"))})
     return tuple(out)
+
+
+def user_input_answers(decision: object) -> dict[str, dict[str, list[str]]]:
+    """Codex's ``{qid: {"answers": [...]}}`` from the contract's ``{"answers": {qid: [...]}}``.
+
+    Codex's own shape is accepted too (an older control plane stored it that way).
+    """
+    answers = decision.get("answers") if isinstance(decision, dict) else None
+    out: dict[str, dict[str, list[str]]] = {}
+    for qid, value in (answers.items() if isinstance(answers, dict) else ()):
+        if isinstance(value, dict):
+            value = value.get("answers")
+        values = value if isinstance(value, list) else [value]
+        texts = [v for v in values if isinstance(v, str)][:MAX_QUESTIONS]
+        if isinstance(qid, str) and texts:
+            out[qid] = {"answers": texts}
+    return out
 
 
 def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, str, str]:
@@ -95,8 +114,8 @@ def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, 
                  ) -> tuple[dict[str, Any], str]:
     """The result to send Codex for ``decision`` (None: declined) and the card status."""
     if method == USER_INPUT:
-        answers = decision.get("answers", decision) if isinstance(decision, dict) else None
-        if isinstance(answers, dict) and answers:
+        answers = user_input_answers(decision)
+        if answers:
             return {"answers": answers}, "accepted"
         return {"answers": {}}, "declined"
     if method == ELICITATION:

@@ -28,6 +28,7 @@ class RunContext:
     started_at: float = field(default_factory=time.time)
     thread_id: str | None = None
     turn_id: str | None = None
+    model: str | None = None  # the thread's model (a collaboration mode needs it named)
     ran: bool = False  # something was handed to Codex (so git facts are worth reading)
 
     def input(self, text: str | None = None) -> list[dict[str, Any]]:
@@ -43,4 +44,14 @@ class RunContext:
                                   "sandbox": self.policy.sandbox}
         if self.task.model:
             params["model"] = self.task.model
+        return params
+
+    def turn_params(self) -> dict[str, Any]:
+        """turn/start overrides: the approval policy, and Plan mode when the task asks for it."""
+        params: dict[str, Any] = {"approvalPolicy": self.policy.approval_policy}
+        mode = self.task.collaboration_mode
+        if mode and (self.task.model or self.model):
+            # developer_instructions None: codex's built-in instructions for the mode.
+            params["collaborationMode"] = {"mode": mode, "settings": {
+                "model": self.task.model or self.model, "developer_instructions": None}}
         return params

@@ -76,6 +76,7 @@ class AppServerTurn:
         if not mcp_server:
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
+            ctx.model = started.get("model")
             # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
             async with self.client.listen(ctx.thread_id) as listener:
                 return await self._start_and_follow(listener, inject)
@@ -86,6 +87,7 @@ class AppServerTurn:
         try:
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
+            ctx.model = started.get("model")
             async with self.client.listen(ctx.thread_id) as listener:
                 await self._mcp_ready(everything, mcp_server)
                 await everything_cm.__aexit__(None, None, None)
@@ -131,7 +133,9 @@ class AppServerTurn:
     async def _resume(self, extra: dict[str, Any]) -> None:
         ctx = self.ctx
         try:
-            await self.client.thread_resume(ctx.thread_id, excludeTurns=True, **ctx.thread_params(), **extra)
+            resumed = await self.client.thread_resume(ctx.thread_id, excludeTurns=True,
+                                                      **ctx.thread_params(), **extra)
+            ctx.model = (resumed or {}).get("model")
             return
         except RpcError as exc:
             refused = exc
@@ -157,8 +161,7 @@ class AppServerTurn:
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled before it started")
         self.turn_sent = True
         try:
-            started = await self.client.turn_start(ctx.thread_id, ctx.input(),
-                                                   approvalPolicy=ctx.policy.approval_policy)
+            started = await self.client.turn_start(ctx.thread_id, ctx.input(), **ctx.turn_params())
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc

@@ -83,7 +83,7 @@ class RemoteApprovals:
                 logger.info("approval poll on task %s failed: %s", task.task_id, exc)
                 continue
             if answer.get("status") == "decided":
-                return self._checked(request, answer.get("decision"))
+                return self._checked(request, answer)
             if answer.get("status") == "withdrawn":
                 return DECLINE
         logger.info("approval on task %s timed out; declining", task.task_id)
@@ -105,10 +105,16 @@ class RemoteApprovals:
                 raise
 
     @staticmethod
-    def _checked(request: ApprovalRequest, decision: Any) -> str | dict[str, Any]:
-        if isinstance(decision, dict) and request.kind == "userInput":
+    def _checked(request: ApprovalRequest, answer: dict[str, Any]) -> str | dict[str, Any]:
+        """The server's decision as the runner takes it; anything not offered declines."""
+        decision = answer.get("decision")
+        if request.kind == "userInput" and isinstance(answer.get("answers"), dict):
+            return {"answers": answer["answers"]}
+        if request.kind == "userInput" and isinstance(decision, dict):  # an older server's shape
             return decision
         if isinstance(decision, str) and decision in request.available_decisions:
+            if request.kind == "elicitation" and isinstance(answer.get("content"), dict):
+                return {"decision": decision, "content": answer["content"]}
             return decision
         logger.warning("the server sent a decision this request does not offer; declining")
         return DECLINE
