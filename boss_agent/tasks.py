@@ -80,11 +80,14 @@ class ApprovalRequest:
     """One Codex approval request as the phone sees it (already sanitized)."""
 
     approval_id: str
-    kind: Literal["command", "fileChange", "permissions", "userInput"]
+    kind: Literal["command", "fileChange", "permissions", "userInput", "elicitation"]
     summary: str
     risk: Literal["low", "medium", "high"]
     available_decisions: tuple[str, ...]
     questions: tuple[dict[str, Any], ...] = ()
+    # The optional fields of device API §6, already sanitized: reason, permissions,
+    # and for an elicitation message, mode, schema or url.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class TaskSink(Protocol):

@@ -8,13 +8,20 @@ reach codex in its shape, and a gateway RESUME sent ``{"user_input": …}``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
+from boss_agent.runner import Runner
+from boss_agent.sources.gateway import Gateway
+from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.approvals_support import daemon_on_codex
+from tests.runner_support import make_config
+from tests.test_gateway_support import AGENT, FAST, WAIT_S, ask, delta_text, read_events, sdk_client, sdk_redis
 
 pytestmark = pytest.mark.codex
 
@@ -49,3 +56,90 @@ async def test_plan_mode_questions_are_answered_on_the_local_control_plane(
     assert question["allowOther"] is True and question["secret"] is False
     assert view["result"]["status"] == "completed", view["result"]
     assert answer_codex_got(scripted_model) == {"answers": {"db_choice": {"answers": ["SQLite"]}}}
+
+
+@pytest.mark.redis
+async def test_plan_mode_questions_are_answered_by_a_gateway_resume_by_form_and_question_id(
+        tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
+        scripted_model: sm.ScriptedModel, redis_server) -> None:
+    ask_questions(scripted_model)
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    config = make_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
+                                                 "workspaces": [str(workdir)]})
+    async with AppServer.from_config(config, codex_home=codex_home) as app:
+        gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-ui",
+                          redis_url=redis_server.url, max_concurrent=1, timing=FAST, retry=FAST_POLICY)
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(gateway.run(ready))
+            await asyncio.wait_for(ready.wait(), WAIT_S)
+            await ask(client, "s-ui", "plan the storage", "msg-ui",
+                      extra_payload={"workdir": str(workdir), "collaborationMode": "plan"})
+            asked = await read_events(redis, "s-ui", "msg-ui", timeout=60,
+                                      until=lambda m: m.data["contentType"] == "3013")
+            form = json.loads(delta_text(asked[-1]))
+            await client.send_message(AGENT, "s-ui", "", action_type="RESUME", message_id="msg-ui",
+                                      extra_payload={"status": "COMPLETED", "reply_data": {
+                                          "formId": form["formId"],
+                                          "answers": {"db_choice": ["Postgres (Recommended)"]}}})
+            await read_events(redis, "s-ui", "msg-ui", timeout=60)
+            job.cancel()
+    await redis.aclose()
+    (field,) = form["pluginMachineFields"]
+    assert field["fieldCode"] == "db_choice" and field["description"] == "Which database should we use?"
+    assert answer_codex_got(scripted_model) == {"answers": {"db_choice": {"answers": ["Postgres (Recommended)"]}}}
+
+
+TOKEN = "ghp_" + "R8q" * 12  # a secret Codex might quote in its stated reason
+
+
+async def test_a_command_approval_names_its_program_and_codexs_reason_never_its_arguments(
+        tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
+        scripted_model: sm.ScriptedModel) -> None:
+    scripted_model.enqueue(
+        sm.turn(sm.shell_call("pytest -q --deselect ARGCANARY", sandbox_permissions="require_escalated",
+                              justification=f"run the suite; it needs {TOKEN} " + "x" * 300)),
+        sm.text_reply("declined, fine"))
+    async with daemon_on_codex(tmp_path, codex_bin, codex_home) as boss:
+        task_id = boss.cp.submit_task("test it", workdir=str(workdir), approvalPolicy="on-request",
+                                      sandbox="workspace-write")
+        approval = await boss.first_approval(task_id)
+        await boss.decide(task_id, approval["approvalId"], "decline")
+        view = await boss.finished(task_id)
+    assert approval["summary"] == "Run pytest (network: no)"
+    assert approval["reason"].startswith("run the suite; it needs ") and len(approval["reason"]) <= 200
+    assert TOKEN not in json.dumps(view) and "ARGCANARY" not in json.dumps(view)
+
+
+def permissions_home(tmp_path: Path, model: sm.ScriptedModel) -> Path:
+    return sm.write_codex_home(tmp_path / "codex-home-perm", model.base_url,
+                               features={"request_permissions_tool": True})
+
+
+@pytest.mark.parametrize("decision", ["accept", "decline"])
+async def test_a_permissions_request_says_what_is_asked_and_the_decision_reaches_codex(
+        tmp_path: Path, codex_bin: str, workdir: Path, decision: str) -> None:
+    asked = {"network": {"enabled": True}, "file_system": {"write": [str(workdir / "out")]}}
+    with sm.ScriptedModel() as model:
+        model.enqueue(sm.turn(sm.function_call("request_permissions",
+                                               {"permissions": asked, "reason": "fetch the deps"},
+                                               "call_perm")),
+                      sm.text_reply("ok"))
+        async with daemon_on_codex(tmp_path, codex_bin, permissions_home(tmp_path, model)) as boss:
+            task_id = boss.cp.submit_task("get deps", workdir=str(workdir), approvalPolicy="on-request",
+                                          sandbox="workspace-write")
+            approval = await boss.first_approval(task_id)
+            answer = await boss.decide(task_id, approval["approvalId"], decision)
+            assert answer.status_code == 200, answer.text
+            view = await boss.finished(task_id)
+        granted = json.loads(model.requests[-1].tool_outputs()["call_perm"])
+    assert approval["kind"] == "permissions" and approval["reason"] == "fetch the deps"
+    assert approval["permissions"] == ["network access", "write: out"]
+    assert str(workdir) not in json.dumps(approval)
+    assert view["result"]["status"] == "completed"
+    assert granted["scope"] == "turn"
+    if decision == "accept":
+        assert granted["permissions"]["network"] == {"enabled": True}
+    else:
+        assert granted["permissions"] == {"network": None, "file_system": None}

@@ -76,7 +76,11 @@ def test_decisions_become_the_answer_each_codex_request_expects() -> None:
     perms = {"permissions": {"network": {"enabled": True}}}
     assert codex_answer("item/permissions/requestApproval", perms, "acceptForSession") == (
         {"permissions": {"network": {"enabled": True}}, "scope": "session"}, "accepted")
-    assert codex_answer("item/permissions/requestApproval", perms, "decline")[0] == {"permissions": {}}
+    # the response schema's scope rides on a decline too (nothing granted, for this turn)
+    assert codex_answer("item/permissions/requestApproval", perms, "decline")[0] == {
+        "permissions": {}, "scope": "turn"}
+    assert codex_answer("item/tool/requestUserInput", {}, {"answers": {"db": ["SQLite"]}})[0] == {
+        "answers": {"db": {"answers": ["SQLite"]}}}
     answers = {"db": {"answers": ["Postgres"]}}
     assert codex_answer("item/tool/requestUserInput", {}, {"answers": answers}) == (
         {"answers": answers}, "accepted")

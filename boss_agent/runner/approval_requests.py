@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from typing import Any
 
@@ -41,6 +42,8 @@ ELICITATION = "mcpServer/elicitation/request"
 ELICITATION_DECISIONS = ("accept", "decline", "cancel")
 DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
 MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
+MAX_REASON_CHARS = 200  # device API §6: Codex's stated reason, sanitized and short
+MAX_SCHEMA_CHARS = 10_000  # an MCP form has a handful of fields; a bigger one is not for a phone
 WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
 CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
                "cancel": "cancelled"}
@@ -93,6 +96,56 @@ def user_input_answers(decision: object) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def _permission_facts(asked: object, workdir: str) -> list[str]:
+    """What a permissions request asks, as short facts; paths relative to the workdir."""
+    facts: list[str] = []
+    if not isinstance(asked, dict):
+        return facts
+    network = asked.get("network")
+    if isinstance(network, dict) and network.get("enabled"):
+        facts.append("network access")
+    fs = asked.get("fileSystem") if isinstance(asked.get("fileSystem"), dict) else {}
+    for mode in ("write", "read"):
+        for path in (fs.get(mode) or [])[:MAX_QUESTIONS]:
+            if isinstance(path, str):
+                facts.append(f"{mode}: {sanitize_text(path, workdir=workdir, limit=200)}")
+    return facts
+
+
+def _schema(value: object, workdir: str) -> dict[str, Any] | None:
+    """An MCP form's schema, its texts sanitized; None when it is not a small object."""
+    if not isinstance(value, dict) or len(json.dumps(value, default=str)) > MAX_SCHEMA_CHARS:
+        return None
+
+    def clean(node: object) -> object:
+        if isinstance(node, dict):
+            return {str(k)[:100]: clean(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        return sanitize_text(node, workdir=workdir, limit=500) if isinstance(node, str) else node
+    return clean(value)  # type: ignore[return-value]
+
+
+def details(method: str, params: dict[str, Any], workdir: str) -> dict[str, Any]:
+    """The kind-specific fields of device API §6, each string sanitized like the card."""
+    out: dict[str, Any] = {}
+    reason = params.get("reason") or params.get("justification")
+    if isinstance(reason, str) and reason.strip():
+        out["reason"] = sanitize_text(reason, workdir=workdir, limit=MAX_REASON_CHARS)
+    if method == PERMISSIONS:
+        out["permissions"] = _permission_facts(params.get("permissions"), workdir)
+    elif method == ELICITATION:
+        mode = "url" if params.get("mode") == "url" else "form"
+        out["message"] = sanitize_text(params.get("message") or "", workdir=workdir, limit=500)
+        out["mode"] = mode
+        if mode == "url" and isinstance(params.get("url"), str):
+            out["url"] = sanitize_text(params["url"], limit=500)
+        schema = _schema(params.get("requestedSchema"), workdir) if mode == "form" else None
+        if schema is not None:
+            out["schema"] = schema
+    return out
+
+
 def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, str, str]:
     """(kind, summary, risk): the card's description, sharpened for MCP tool-call approvals.
 
@@ -133,7 +186,7 @@ def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, 
         if decision in ("accept", "acceptForSession"):
             scope = "session" if decision == "acceptForSession" else "turn"
             return {"permissions": params.get("permissions") or {}, "scope": scope}, "accepted"
-        return {"permissions": {}}, CARD_STATUS[decision]
+        return {"permissions": {}, "scope": "turn"}, CARD_STATUS[decision]
     return {"decision": decision}, CARD_STATUS[decision]
 
 
@@ -209,6 +262,7 @@ class Approvals:
             available_decisions=(() if method == USER_INPUT else ELICITATION_DECISIONS
                                  if method == ELICITATION else _decisions(params)),
             questions=_questions(params, self.workdir) if method == USER_INPUT else (),
+            details=details(method, params, self.workdir),
         )
         try:
             async with asyncio.timeout(self.timeout_s):

@@ -96,6 +96,7 @@ class RemoteApprovals:
         }
         if request.questions:
             body["questions"] = list(request.questions)
+        body.update(request.details)
         try:
             await self.api.create_approval(task.task_id, body)
         except BossApiError as exc:

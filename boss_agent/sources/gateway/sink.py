@@ -129,8 +129,19 @@ def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[st
 
 
 def ask_prompt(request: ApprovalRequest) -> str:
-    options = ", ".join(request.available_decisions)
-    return sanitize_text(f"{request.summary} (risk: {request.risk}). Reply with one of: {options}")
+    """The form's text: what is asked, why, and how to answer (all already sanitized)."""
+    info = request.details
+    parts = [f"{request.summary} (risk: {request.risk})."]
+    if info.get("message"):
+        parts.append(str(info["message"]))
+    if info.get("url"):
+        parts.append(f"Open: {info['url']}")
+    if info.get("permissions"):
+        parts.append("Asks for: " + "; ".join(map(str, info["permissions"])) + ".")
+    if info.get("reason"):
+        parts.append(f"Reason: {info['reason']}")
+    parts.append(f"Reply with one of: {', '.join(request.available_decisions)}")
+    return sanitize_text(" ".join(parts), limit=2000)
 
 
 class GatewaySink:
