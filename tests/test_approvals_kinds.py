@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from boss_agent.appserver.client import AppServer
@@ -143,3 +145,51 @@ async def test_a_permissions_request_says_what_is_asked_and_the_decision_reaches
         assert granted["permissions"]["network"] == {"enabled": True}
     else:
         assert granted["permissions"] == {"network": None, "file_system": None}
+
+
+ELICIT_SERVER = Path(__file__).resolve().parent / "fixtures" / "elicit_mcp.py"
+
+
+def elicitation_home(tmp_path: Path, model: sm.ScriptedModel) -> Path:
+    """An unknown slug lists MCP tools directly (namespace ``mcp__elicit``), no tool search."""
+    extra = f'[mcp_servers.elicit]\ncommand = "{sys.executable}"\nargs = ["{ELICIT_SERVER}"]\n'
+    return sm.write_codex_home(tmp_path / "codex-home-mcp", model.base_url, model="mock-model",
+                               extra_toml=extra)
+
+
+@pytest.mark.parametrize("mode", ["form", "url"])
+async def test_an_mcp_elicitation_reaches_the_person_with_its_message_and_form_or_url(
+        tmp_path: Path, codex_bin: str, workdir: Path, mode: str) -> None:
+    with sm.ScriptedModel() as model:
+        model.enqueue(sm.turn(sm.function_call(f"ask_{mode}", {}, "call_mcp", namespace="mcp__elicit")),
+                      sm.text_reply("deployed"))
+        async with daemon_on_codex(tmp_path, codex_bin, elicitation_home(tmp_path, model)) as boss:
+            task_id = boss.cp.submit_task("deploy", workdir=str(workdir), approvalPolicy="on-request")
+            tool_call = await boss.first_approval(task_id)  # codex asks before an MCP tool runs
+            assert (await boss.decide(task_id, tool_call["approvalId"], "accept")).status_code == 200
+            await boss.until(lambda: len(boss.task(task_id)["approvals"]) >= 2)
+            elicitation = boss.task(task_id)["approvals"][1]
+            content = {"environment": "staging"} if mode == "form" else None
+            decided = await boss.decide(task_id, elicitation["approvalId"], "accept") if content is None \
+                else await _decide_form(boss, task_id, elicitation["approvalId"], content)
+            assert decided.status_code == 200, decided.text
+            view = await boss.finished(task_id)
+        server_got = model.requests[-1].tool_outputs()["call_mcp"]
+    assert tool_call["kind"] == "permissions" and tool_call["summary"] == "Use the elicit tool ask_" + mode
+    assert elicitation["kind"] == "elicitation" and elicitation["mode"] == mode
+    if mode == "form":
+        assert elicitation["message"] == "Where should I deploy?"
+        assert elicitation["schema"]["properties"]["environment"]["enum"] == ["staging", "production"]
+        assert '\\"content\\": {\\"environment\\": \\"staging\\"}' in server_got
+    else:
+        assert elicitation["message"] == "Sign in to the registry"
+        assert elicitation["url"].startswith("https://registry.example/login")
+        assert '\\"action\\": \\"accept\\"' in server_got
+    assert view["result"]["status"] == "completed"
+
+
+async def _decide_form(boss, task_id: str, approval_id: str, content: dict):
+    async with httpx.AsyncClient(base_url=boss.cp.url) as local:
+        return await local.post(f"/api/local/approvals/{task_id}/{approval_id}",
+                                json={"decision": "accept", "content": content},
+                                headers={"Authorization": f"Bearer {boss.cp.secret}"})
