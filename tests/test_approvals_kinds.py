@@ -9,14 +9,18 @@ reach codex in its shape, and a gateway RESUME sent ``{"user_input": …}``.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
+from rich.console import Console
 
 from boss_agent.appserver.client import AppServer
+from boss_agent.cli.task_follow import submit_and_follow
+from boss_agent.controlplane import LocalClient
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.sources.gateway import Gateway
@@ -193,3 +197,32 @@ async def _decide_form(boss, task_id: str, approval_id: str, content: dict):
         return await local.post(f"/api/local/approvals/{task_id}/{approval_id}",
                                 json={"decision": "accept", "content": content},
                                 headers={"Authorization": f"Bearer {boss.cp.secret}"})
+
+
+class ScriptedTerminal(Console):
+    """The person at the terminal: answers the prompts from a list (no human can be driven)."""
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__(file=io.StringIO(), width=120)
+        self.answers = list(answers)
+        self.secret_prompts: list[str] = []
+
+    def input(self, prompt: str = "", *, password: bool = False, **_kwargs: object) -> str:
+        if password:
+            self.secret_prompts.append(prompt)
+        return self.answers.pop(0)
+
+
+async def test_plan_mode_questions_are_answered_at_the_boss_agent_task_prompt(
+        tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
+        scripted_model: sm.ScriptedModel) -> None:
+    ask_questions(scripted_model)
+    terminal = ScriptedTerminal(["2"])  # the second option, SQLite
+    async with daemon_on_codex(tmp_path, codex_bin, codex_home) as boss:
+        async with LocalClient(boss.cp.url, boss.cp.secret) as client:
+            _, status = await submit_and_follow(
+                client, "plan the storage", {"workdir": str(workdir), "collaborationMode": "plan"},
+                follow=True, console=terminal, interactive=True)
+    assert status == "completed"
+    assert answer_codex_got(scripted_model) == {"answers": {"db_choice": {"answers": ["SQLite"]}}}
+    assert "Which database should we use?" in terminal.file.getvalue()
