@@ -40,6 +40,8 @@ async def test_a_sub_agents_approval_reaches_the_control_plane_and_accepting_run
     assert [a["status"] for a in card["approvals"]] == ["accepted"]
     assert card["backgroundAgents"] and card["backgroundAgents"][0]["status"] == "completed", card
     assert any(c["tool"] == "spawnAgent" for c in card["threadCollaboration"])
+    # the unknown slug's own warning, from the parent thread
+    assert any("mock-model" in w["message"] for w in card["warnings"]), card["warnings"]
     # the sub-agent's own answer is not the task's answer
     assert view["result"]["resultText"] == "the sub-agent made the marker"
     assert "marker made" not in json.dumps(card)
