@@ -137,3 +137,33 @@ async def test_a_user_input_form_has_one_field_per_question_and_answers_by_quest
     assert field["fieldCode"] == "db_choice" and field["description"] == "Which database should we use?"
     assert [o["label"] for o in field["options"]] == ["Postgres", "SQLite"]
     assert runner.decisions == [{"answers": {"db_choice": ["Postgres"]}}]
+
+
+class FormAsker:
+    """Asks one MCP form (elicitation) and records the runner's answer."""
+
+    def __init__(self) -> None:
+        self.decisions: list[Any] = []
+
+    async def run(self, task: Task, sink: Any, cancel: asyncio.Event) -> TaskResult:
+        schema = {"type": "object", "properties": {
+            "environment": {"type": "string", "title": "Environment", "enum": ["staging", "production"]}}}
+        asked = ApprovalRequest("apr_f", "elicitation", "MCP server deploy asks for input", "low",
+                                ("accept", "decline", "cancel"),
+                                details={"message": "Where should I deploy?", "mode": "form", "schema": schema})
+        self.decisions.append(await sink.request_approval(asked))
+        return TaskResult("completed", result_text="ok")
+
+
+async def test_an_mcp_form_is_a_form_with_its_fields_and_a_resume_fills_them(redis_server):
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    runner = FormAsker()
+    async with running_gateway(redis_server.url, runner):
+        await ask(client, "s1", "form", "msg-f")
+        (form,) = await _forms(redis, "msg-f", 1)
+        await _resume(client, "msg-f", {"formId": "apr_f", "decision": "accept", "environment": "staging"})
+        await read_events(redis, "s1", "msg-f")
+    assert [f["fieldCode"] for f in form["pluginMachineFields"]] == ["decision", "environment"]
+    assert "Where should I deploy?" in form["pluginMachineFields"][0]["description"]
+    assert runner.decisions == [{"decision": "accept", "content": {"environment": "staging"}}]

@@ -104,7 +104,21 @@ def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str
         choice = reply
     if resume.status in ("CANCELLED", "FAILED"):
         choice = "cancel" if "cancel" in request.available_decisions else "decline"
-    return choice if choice in request.available_decisions else "decline"
+    if choice not in request.available_decisions:
+        return "decline"
+    content = _form_content(reply, request) if choice == "accept" else None
+    return {"decision": choice, "content": content} if content is not None else choice
+
+
+def _form_content(reply: Any, request: ApprovalRequest) -> dict[str, Any] | None:
+    """An accepted MCP form's fields: ``content``, or one value per fieldCode."""
+    schema = request.details.get("schema")
+    if request.kind != "elicitation" or not isinstance(schema, dict) or not isinstance(reply, dict):
+        return None
+    if isinstance(reply.get("content"), dict):
+        return reply["content"]
+    names = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    return {name: reply[name] for name in names if name in reply}
 
 
 def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[str]]:
@@ -204,7 +218,7 @@ class GatewaySink:
             # (a RESUME may land on any worker of the agent type).
             await self._on_suspend()
             self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request), request.approval_id,
-                                                    request.questions))
+                                                    request.questions, request.details.get("schema")))
             await self.flush()
             cancelled = False
             try:

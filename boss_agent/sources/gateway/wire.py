@@ -239,10 +239,15 @@ FORM_WITHDRAWN = 2  # boss-agent's: Codex stopped waiting; a RESUME for it is dr
 
 
 def ask_user_event(ctx: EventContext, prompt: str, form_id: str,
-                   questions: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
-    """The SDK's ask-user form: one textarea, or one field per question of a userInput."""
+                   questions: tuple[dict[str, Any], ...] = (),
+                   schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The SDK's ask-user form: one textarea, one field per question of a userInput, or
+    the decision plus one field per property of an MCP form (elicitation)."""
     if questions:
         fields = [_question_field(q) for q in questions]
+    elif schema and isinstance(schema.get("properties"), dict):
+        fields = [_decision_field(prompt)] + [_schema_field(name, spec)
+                                              for name, spec in schema["properties"].items()]
     else:
         fields = [{"formType": "textarea", "fieldName": "user_input", "fieldCode": "user_input",
                    "description": prompt, "required": True}]
@@ -261,6 +266,22 @@ def _question_field(question: dict[str, Any]) -> dict[str, Any]:
         field["allowOther"] = bool(question.get("allowOther", True))
     if question.get("secret"):
         field["secret"] = True
+    return field
+
+
+def _decision_field(prompt: str) -> dict[str, Any]:
+    return {"formType": "textarea", "fieldName": "decision", "fieldCode": "decision",
+            "description": prompt, "required": True}
+
+
+def _schema_field(name: str, spec: Any) -> dict[str, Any]:
+    spec = spec if isinstance(spec, dict) else {}
+    field: dict[str, Any] = {"formType": "select" if spec.get("enum") else "textarea",
+                             "fieldName": spec.get("title") or name, "fieldCode": name,
+                             "description": spec.get("description") or spec.get("title") or name,
+                             "required": False}
+    if isinstance(spec.get("enum"), list):
+        field["options"] = [{"label": str(v), "description": ""} for v in spec["enum"]]
     return field
 
 
