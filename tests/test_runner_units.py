@@ -181,6 +181,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
         sent.append((request_id, result, error))
 
     asked: list[object] = []
+    withdrawn: list[str] = []
     release = asyncio.Event()
 
     class SlowSink:
@@ -190,6 +191,9 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
             asked.append(request)
             await release.wait()
             return "accept"
+
+        async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+            withdrawn.append(reason)
 
     method = "item/commandExecution/requestApproval"
     params = {"itemId": "call_1", "threadId": "t", "command": "rm -rf /tmp/x"}
@@ -204,5 +208,6 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
         approvals.resolved(0)  # codex settled it (the turn was interrupted) before the user decided
         release.set()
     assert len(asked) == 1 and sent == []
+    assert withdrawn == ["resolved"]  # the person is no longer asked
     assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
     assert "rm -rf" not in str(feed.events)
