@@ -43,7 +43,7 @@ PROOF: dict[str, tuple[str, str]] = {
     "item/reasoning/summaryTextDelta": (REAL, _TRANSCRIPTS),
     "item/started": (REAL, _TRANSCRIPTS),
     "mcpServer/oauthLogin/completed": (SYNTHETIC, "needs an MCP server behind OAuth and a browser login"),
-    "mcpServer/startupStatus/updated": (REAL, _KINDS),
+    "mcpServer/startupStatus/updated": (REAL, "tests/test_runner_cua.py"),
     "model/rerouted": (SYNTHETIC, "OpenAI's servers reroute models; a custom provider never does"),
     "model/verification": (SYNTHETIC, _ACCOUNT),
     "modelProvider/authRecoveryStarted": (SYNTHETIC, "OpenAI auth recovery; the scripted provider has no auth"),
