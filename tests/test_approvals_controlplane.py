@@ -9,6 +9,11 @@ import asyncio
 
 import pytest
 
+from boss_agent.sources.boss.api import BossApi
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.tasks import ApprovalRequest, parse_task
+
 pytest.register_assert_rewrite("tests.controlplane_support")  # before the import, for its asserts
 from tests.controlplane_support import error_code, pair, within  # noqa: E402
 pytest_plugins = ("tests.controlplane_support",)  # its fixtures: plane, http, local, clock, db_path
@@ -71,3 +76,21 @@ async def test_a_withdrawn_approval_is_marked_so_and_a_decision_on_it_is_refused
     bad = await device.post(f"/api/v1/master-agent/tasks/{task_id}/approvals/apr_1/withdraw",
                             {"reason": "bored"})
     assert bad.status_code == 400
+
+
+async def test_the_device_declines_when_its_approval_id_names_another_request(http, plane):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    (claimed,) = await device.claim()
+    assert (await device.ask(task_id, "apr_1", kind="fileChange", summary="Edit 1 file")).status_code == 201
+    await local_decide(plane, task_id, "apr_1", "accept")  # someone accepted that other request
+    asked = ApprovalRequest("apr_1", "command", "Run pytest (network: no)", "low", ("accept", "decline"))
+    async with BossApi(plane.url, device_id=device.device_id, token=device.token,
+                       policy=RetryPolicy.fast()) as api:
+        decision = await within(RemoteApprovals(api, timeout_s=30).request(
+            parse_task(claimed), asked, asyncio.Event()))
+    assert decision == "decline"  # never the other request's "accept"
+
+
+async def local_decide(plane, task_id: str, approval_id: str, decision: str) -> None:
+    plane.core.decide(task_id, approval_id, decision)
