@@ -76,7 +76,7 @@ def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if value not in options:
             raise ValueError(f"must be one of {', '.join(options)}")
-        return value
+        return str(value)
 
     return parse
 
@@ -283,15 +283,14 @@ def load_config(
     """Load and validate the configuration; raise ConfigError on any bad value."""
     env = os.environ if environ is None else environ
     explicit = path or env.get(CONFIG_ENV)
-    config_path = Path(explicit).expanduser() if explicit else default_config_path()
-    if explicit and not config_path.is_file():
-        raise ConfigError(f"{config_path}: no such config file")
+    candidate = Path(explicit).expanduser() if explicit else default_config_path()
+    if explicit and not candidate.is_file():
+        raise ConfigError(f"{candidate}: no such config file")
     raw: dict[str, tuple[Any, str]] = {k.name: (k.default, "default") for k in KEYS}
-    if config_path.is_file():
+    config_path = candidate if candidate.is_file() else None
+    if config_path is not None:
         for name, value in _read_file(config_path).items():
             raw[name] = (value, str(config_path))
-    else:
-        config_path = None
     for key in KEYS:
         if key.env and key.env in env:
             raw[key.name] = (env[key.env], f"environment {key.env}")

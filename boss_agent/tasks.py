@@ -120,7 +120,7 @@ def _choice(raw: Mapping[str, Any], key: str, options: tuple[str, ...], default:
         return default
     if value not in options:
         raise TaskRejected(f"{key} must be one of {', '.join(options)}")
-    return value
+    return str(value)
 
 
 def parse_task(raw: Any) -> Task:

@@ -23,7 +23,7 @@ from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 # logger already has a handler: give it one, so no test litters the working tree.
 logging.getLogger("by-framework").addHandler(logging.NullHandler())
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 PINNED_CODEX_VERSION = "0.171.0"
 REDIS_START_TIMEOUT_S = 10
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boss_agent.errors import METHOD_NOT_FOUND, ConnectionClosed
+from boss_agent.jsonshape import obj
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ class ThreadListener:
     def __init__(self, thread_ids: set[str] | None) -> None:
         self._threads = thread_ids  # None: every notification (no server requests)
         self._turns: set[str] = set()  # turns started on its threads (sub-agents name their root)
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[Delivery | object] = asyncio.Queue()
         self._closed: ConnectionClosed | None = None
         self._requests: list[ServerRequest] = []  # every request routed here
 
@@ -138,24 +139,25 @@ class ThreadListener:
             return
         params = note.params
         if note.method == "thread/started":
-            thread = params.get("thread") if isinstance(params.get("thread"), dict) else {}
+            thread = obj(params.get("thread"))
             if thread.get("parentThreadId") in self._threads and isinstance(thread.get("id"), str):
                 self._threads.add(thread["id"])
             return
         if params.get("threadId") in self._threads:
             self._adopt_own(note.method, params)
         elif note.method == "turn/started":
-            turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+            turn = obj(params.get("turn"))
             if turn.get("rootTurnId") in self._turns and isinstance(params.get("threadId"), str):
                 self._threads.add(params["threadId"])
 
     def _adopt_own(self, method: str, params: dict[str, Any]) -> None:
+        assert self._threads is not None  # only thread listeners adopt
         if method == "turn/started":
-            turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+            turn = obj(params.get("turn"))
             if isinstance(turn.get("id"), str):
                 self._turns.add(turn["id"])
         elif method in ("item/started", "item/completed"):
-            item = params.get("item") if isinstance(params.get("item"), dict) else {}
+            item = obj(params.get("item"))
             if item.get("type") == "collabAgentToolCall":
                 for child in item.get("receiverThreadIds") or ():
                     if isinstance(child, str):
@@ -190,6 +192,7 @@ class ThreadListener:
             self._queue.put_nowait(_CLOSED)  # keep raising on every later call
             assert self._closed is not None
             raise ConnectionClosed(str(self._closed))
+        assert isinstance(item, Notification | ServerRequest)
         return item
 
 

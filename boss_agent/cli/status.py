@@ -117,4 +117,5 @@ def collect_status(config: Config) -> dict[str, Any]:
     data.update(codex_facts(config, state.get("codex_version")))
     if snap["running"] and state.get("codex_transport"):
         data["codexTransport"] = state["codex_transport"]  # the live one (after a fallback)
-    return clean(data)
+    cleaned: dict[str, Any] = clean(data)
+    return cleaned

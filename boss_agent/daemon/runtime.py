@@ -27,9 +27,10 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
+from boss_agent.aio import race
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
@@ -44,9 +45,14 @@ from boss_agent.daemon.lifecycle import (
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
-from boss_agent.daemon.statefile import utc_now, write_state
+from boss_agent.daemon.statefile import write_state
 from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.tasks import TaskRunner
+from boss_agent.timefmt import utc_now
+
+if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loads no Redis
+    from boss_agent.appserver.client import AppServer
+    from boss_agent.sources.gateway import Gateway
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +85,9 @@ class Daemon:
         self.claim_wait_ms = claim_wait_ms
         self.wall_clock = wall_clock
         self.shutdown = ShutdownController(config.grace_period_s, handle_signals=handle_signals)
-        self.app: Any = None
+        self.app: AppServer | None = None
         self.source: BossSource | None = None
-        self.gateway: Any = None
+        self.gateway: Gateway | None = None
         self.reloads = 0  # SIGHUPs handled
         self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
@@ -123,7 +129,7 @@ class Daemon:
         if isinstance(caps, dict):
             self.runner_caps = {k: caps[k] for k in ("codexExec", "computerUse") if k in caps}
 
-    async def _discovery_loop(self) -> None:
+    async def _discovery_loop(self, app: AppServer) -> None:
         from boss_agent.appserver.discovery import DiscoveryCache
 
         cache = DiscoveryCache(self.config.state_dir, self.config.codex.app_server_discovery_ttl_ms)
@@ -132,7 +138,7 @@ class Daemon:
         while True:
             await self._refresh_runner_caps()  # quick probes first: exec and computer use
             try:
-                self.discovery = await cache.get(self.app)
+                self.discovery = await cache.get(app)
             except Exception as exc:  # noqa: BLE001 - discovery is best effort, never fatal
                 logger.warning("capability discovery failed: %s", exc.__class__.__name__)
             if self.source is not None:
@@ -212,9 +218,10 @@ class Daemon:
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
             clock=self.wall_clock, slots=self.slots, **extra)
 
-    def _new_gateway(self, identity: Identity) -> Any:
+    def _new_gateway(self, identity: Identity) -> Gateway:
         from boss_agent.sources.gateway import Gateway
 
+        assert self.runner is not None
         worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
                        max_concurrent=self.config.max_concurrent_tasks, slots=self.slots)
@@ -233,7 +240,7 @@ class Daemon:
         self.source = source = self._new_source(identity)
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:
-                background = [tg.create_task(self._discovery_loop(), name="discovery")]
+                background = [tg.create_task(self._discovery_loop(self.app), name="discovery")]
             else:
                 await self._refresh_runner_caps()
                 background = []
@@ -291,7 +298,7 @@ class Daemon:
         if self.gateway is not None:
             self.gateway.stop_accepting()
         self.write_state()
-        await self._first(self._all_idle(source), self.shutdown.force_cancel.wait())
+        await race(self._all_idle(source), self.shutdown.force_cancel.wait())
         if source.runs.running:
             source.runs.cancel_all()
             with contextlib.suppress(TimeoutError):
@@ -309,11 +316,3 @@ class Daemon:
         if self.gateway is not None:
             await self.gateway.wait_idle()
 
-    @staticmethod
-    async def _first(*waits: Any) -> None:
-        """Return when the first of ``waits`` finishes; cancel the others."""
-        async with asyncio.TaskGroup() as tg:
-            jobs = [tg.create_task(w) for w in waits]
-            await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
-            for job in jobs:
-                job.cancel()

@@ -24,6 +24,7 @@ from typing import Any
 from boss_agent.errors import StateError
 from boss_agent.daemon.lifecycle import lock_holder
 from boss_agent.redact import mask_secrets
+from boss_agent.timefmt import utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +57,6 @@ _AGES = {
 }
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _clean(value: Any) -> Any:

@@ -6,7 +6,7 @@ A ``REAL`` entry names the test module that drives the real ``codex app-server``
 (0.171) into sending it and checks what reaches the card or the person; a
 ``SYNTHETIC`` entry says why no offline run of codex can send it, so only
 hand-built messages (the reducer and leak tests) exercise it.
-``tests/test_approvals_proof.py`` keeps the table complete and the named tests real.
+``tests/unit/test_approvals_proof.py`` keeps the table complete and the named tests real.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 REAL = "realCodex"
 SYNTHETIC = "synthetic"
 
-_TRANSCRIPTS = "tests/test_card_transcripts.py"
-_KINDS = "tests/test_approvals_kinds.py"
-_SUBAGENTS = "tests/test_approvals_subagents.py"
+_TRANSCRIPTS = "tests/peers/codex/test_card_transcripts.py"
+_KINDS = "tests/peers/codex/test_approvals_kinds.py"
+_SUBAGENTS = "tests/peers/codex/test_approvals_subagents.py"
 _ACCOUNT = "needs a signed-in ChatGPT account; the offline scripted provider has none"
 _GUARDIAN = "the guardian auto-reviewer is an account feature; not reachable offline"
 _REALTIME = "needs an OpenAI realtime voice session"
@@ -25,7 +25,7 @@ _WINDOWS = "Windows only"
 # method or item type -> (how, evidence: a test module for REAL, the reason for SYNTHETIC)
 PROOF: dict[str, tuple[str, str]] = {
     # ---- server notifications
-    "account/rateLimits/updated": (REAL, "tests/test_approvals_routing.py"),
+    "account/rateLimits/updated": (REAL, "tests/peers/codex/test_approvals_routing.py"),
     "account/updated": (SYNTHETIC, _ACCOUNT),
     "autoApprovalReview/strictReviewRequired": (SYNTHETIC, _GUARDIAN),
     "configWarning": (SYNTHETIC, "0.171 reports an unknown config key as `warning` at the first turn;"
@@ -43,7 +43,7 @@ PROOF: dict[str, tuple[str, str]] = {
     "item/reasoning/summaryTextDelta": (REAL, _TRANSCRIPTS),
     "item/started": (REAL, _TRANSCRIPTS),
     "mcpServer/oauthLogin/completed": (SYNTHETIC, "needs an MCP server behind OAuth and a browser login"),
-    "mcpServer/startupStatus/updated": (REAL, "tests/test_runner_cua.py"),
+    "mcpServer/startupStatus/updated": (REAL, "tests/peers/desktop/test_runner_cua.py"),
     "model/rerouted": (SYNTHETIC, "OpenAI's servers reroute models; a custom provider never does"),
     "model/verification": (SYNTHETIC, _ACCOUNT),
     "modelProvider/authRecoveryStarted": (SYNTHETIC, "OpenAI auth recovery; the scripted provider has no auth"),

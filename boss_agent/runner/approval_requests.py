@@ -4,8 +4,9 @@ Each Codex server request becomes exactly one ``ApprovalRequest``: its id is
 derived from the task id, the attempt, the app-server connection's nonce and the
 request id. A request delivered twice maps to the same approval and is asked once;
 a retried task (a new attempt) or a new connection (codex restarts request ids at 0
-on each) never names an earlier approval, so it cannot inherit its decision. The wait for the user's decision runs as its own task in the turn's task
-group, so notifications keep flowing while the phone decides. No decision in
+on each) never names an earlier approval, so it cannot inherit its decision. The wait
+for the user's decision runs as its own task in the turn's task group, so
+notifications keep flowing while the phone decides. No decision in
 ``codex.approval_timeout_s`` declines; ``approvalMode: deny`` declines at once;
 a decision arriving after Codex resolved the request is dropped.
 
@@ -22,6 +23,7 @@ import json
 import logging
 from typing import Any
 
+from boss_agent.jsonshape import mapping, obj
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.feed import CardFeed
@@ -104,7 +106,7 @@ def _permission_facts(asked: object, workdir: str) -> list[str]:
     network = asked.get("network")
     if isinstance(network, dict) and network.get("enabled"):
         facts.append("network access")
-    fs = asked.get("fileSystem") if isinstance(asked.get("fileSystem"), dict) else {}
+    fs = obj(asked.get("fileSystem"))
     for mode in ("write", "read"):
         for path in (fs.get(mode) or [])[:MAX_QUESTIONS]:
             if isinstance(path, str):
@@ -153,11 +155,11 @@ def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, st
     tool (never its arguments); a tool that says it is destructive is high risk.
     """
     kind, summary, risk = describe_approval(method, params, workdir=workdir)
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    meta = mapping(params.get("_meta"))
     if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
         server = sanitize_text(params.get("serverName") or "?", limit=60)
         tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
-        hints = meta.get("tool_annotations") if isinstance(meta.get("tool_annotations"), dict) else {}
+        hints = mapping(meta.get("tool_annotations"))
         risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
         return "permissions", f"Use the {server} tool {tool}", risk
     return kind, summary, risk

@@ -18,18 +18,12 @@ from pathlib import Path
 
 import psutil
 
+from boss_agent.paths import is_inside
+
 logger = logging.getLogger(__name__)
 
 KILL_WAIT_S = 3.0  # SIGKILL is not catchable; this only bounds reaping
 CREATE_TIME_SLACK_S = 1.0  # process create_time has coarse (tick) resolution
-
-
-def _inside(path: str, root: Path) -> bool:
-    try:
-        resolved = Path(os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-    return resolved == root or root in resolved.parents
 
 
 def _is_codex(proc: psutil.Process) -> bool:
@@ -66,7 +60,7 @@ def turn_processes(pids: set[int], workdir: Path, since: float) -> list[psutil.P
             cwd = proc.cwd()
         except (psutil.Error, OSError):
             continue
-        if _started_after(proc, since) and _inside(cwd, workdir) and not _is_codex(proc):
+        if _started_after(proc, since) and is_inside(cwd, workdir) and not _is_codex(proc):
             roots.setdefault(proc.pid, proc)
     found: dict[int, psutil.Process] = dict(roots)
     for proc in roots.values():

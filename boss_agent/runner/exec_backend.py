@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from boss_agent.codexbin import CodexBinary, child_environment
+from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.turn import TurnOutcome
@@ -104,7 +105,7 @@ class ExecRun:
     async def _event(self, event: dict[str, Any]) -> None:
         await self.ctx.feed.feed_exec(event)
         kind = event.get("type")
-        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        item = mapping(event.get("item"))
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.ctx.thread_id = event["thread_id"]
         elif kind == "item.completed" and item.get("type") == "agent_message":
@@ -112,7 +113,7 @@ class ExecRun:
         elif kind == "turn.completed":
             self.completed = True
         elif kind == "turn.failed":
-            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            error = mapping(event.get("error"))
             self.error = str(error.get("message") or "codex exec failed")
         elif kind == "error" and not self.error:
             self.error = str(event.get("message") or "codex exec failed")

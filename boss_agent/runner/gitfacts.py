@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from boss_agent.progress.artifacts import artifact_kind
 from boss_agent.runner.helper_cmd import run_probe
 
 logger = logging.getLogger(__name__)
@@ -22,12 +23,6 @@ GH_TIMEOUT_S = 10.0  # `gh auth status` only reads local config
 MAX_WALK_ENTRIES = 5000  # an artifact scan of a home directory must stay cheap
 MAX_ARTIFACTS = 50
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".codex"}
-ARTIFACT_KINDS = {
-    "image": {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"},
-    "apk": {".apk", ".aab"},
-    "document": {".pdf", ".doc", ".docx", ".odt", ".ppt", ".pptx", ".xls", ".xlsx", ".rtf"},
-    "archive": {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".jar"},
-}
 
 
 async def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
@@ -64,11 +59,6 @@ async def branch_facts(workdir: Path, gh_status: str) -> dict[str, Any] | None:
     return {"name": name.strip() or None, "changedFiles": len(status.splitlines()),
             "insertions": insertions, "deletions": deletions, "gitOperations": [],
             "githubCli": gh_status}
-
-
-def artifact_kind(name: str) -> str | None:
-    suffix = Path(name).suffix.lower()
-    return next((kind for kind, suffixes in ARTIFACT_KINDS.items() if suffix in suffixes), None)
 
 
 def find_artifacts(workdir: Path, since: float) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from boss_agent.config import APPROVAL_POLICIES, SANDBOXES, Config
 from boss_agent.errors import TaskRejected
+from boss_agent.paths import is_inside
 from boss_agent.tasks import Task
 
 WORKDIR_NOT_ALLOWED = "workdir_not_allowed"
@@ -25,10 +26,6 @@ class Policy:
     sandbox: str
     approval_mode: str
     warnings: tuple[tuple[str, str], ...] = ()  # (kind, message) for boss/warning
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 def resolve_workdir(task: Task, config: Config) -> Path:
@@ -45,7 +42,7 @@ def resolve_workdir(task: Task, config: Config) -> Path:
         # A relative workdir is relative to the first root, so "../../etc" climbs out of it.
         raw = roots[0] / raw
     resolved = Path(os.path.realpath(raw))
-    if not any(_inside(resolved, root) for root in roots):
+    if not any(is_inside(resolved, root) for root in roots):
         raise TaskRejected("the workdir is not inside a configured workspace", WORKDIR_NOT_ALLOWED)
     if not resolved.is_dir():
         raise TaskRejected("the workdir does not exist", WORKDIR_NOT_ALLOWED)

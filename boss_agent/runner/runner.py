@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
 from boss_agent.config import Config
@@ -27,10 +27,14 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
-from boss_agent.runner.feed import CardFeed, now_iso
+from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
-from boss_agent.tasks import Task, TaskResult, TaskSink
+from boss_agent.tasks import Backend, Task, TaskResult, TaskSink
+from boss_agent.timefmt import utc_iso
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.client import AppServer
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +42,7 @@ logger = logging.getLogger(__name__)
 class Runner:
     """Implements ``boss_agent.tasks.TaskRunner``."""
 
-    def __init__(self, config: Config, app: Any, *, codex_home: Path | None = None,
+    def __init__(self, config: Config, app: AppServer, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.config = config
         self.app = app
@@ -183,15 +187,13 @@ class Runner:
 
     # ---------------------------------------------------------------- results
 
-    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: str,
-                fallback_from: str | None = None) -> TaskResult:
+    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: Backend,
+                fallback_from: Backend | None = None) -> TaskResult:
         answer = final_answer(ctx.feed.card) or (
             sanitize_text(outcome.last_answer, workdir=ctx.workdir, limit=MAX_RESULT_CHARS)
             if outcome.last_answer else None)
         return TaskResult(
-            status=outcome.status,  # type: ignore[arg-type]
-            backend=backend,  # type: ignore[arg-type]
-            fallback_from=fallback_from,  # type: ignore[arg-type]
+            status=outcome.status, backend=backend, fallback_from=fallback_from,
             codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
             result_text=answer if outcome.status == "completed" else None,
             error_code=outcome.error_code if outcome.status != "completed" else None,
@@ -221,7 +223,7 @@ class Runner:
             result.error_message = sanitize_text(result.error_message, workdir=workdir)
         if result.backend is None and ctx is not None and ctx.ran:
             result.backend = "app_server"
-        await feed.event("finished", status=result.status, at=now_iso())
+        await feed.event("finished", status=result.status, at=utc_iso(ms=True))
         result.execution_progress = feed.to_dict()
         if ctx is not None:
             logger.info("task %s finished %s (backend %s)", ctx.task.task_id, result.status, result.backend)

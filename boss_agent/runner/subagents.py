@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from boss_agent.jsonshape import obj
 from boss_agent.runner.feed import CardFeed
 
 logger = logging.getLogger(__name__)
@@ -41,11 +42,11 @@ class SubAgents:
         if method == "turn/started":
             await self.feed.event("backgroundAgent", thread=thread, status="running")
         elif method == "turn/completed":
-            turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+            turn = obj(params.get("turn"))
             status = AGENT_STATUS.get(str(turn.get("status")), "completed")
             await self.feed.event("backgroundAgent", thread=thread, status=status)
         elif method in ("item/started", "item/completed"):
-            item = params.get("item") if isinstance(params.get("item"), dict) else {}
+            item = obj(params.get("item"))
             if item.get("type") not in CONVERSATION_ITEMS:
                 await self.feed.feed(raw)
         elif method in ("serverRequest/resolved", "item/fileChange/patchUpdated",

@@ -15,16 +15,24 @@ that, a lost app-server fails the task (``app_server_lost``) — never a second 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from boss_agent.appserver.routing import Notification, ThreadListener
 from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
+from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.cancel_sweep import kill_turn_processes
 from boss_agent.runner.subagents import SubAgents
+from boss_agent.tasks import Status
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.methods import AppServerClient
 
 logger = logging.getLogger(__name__)
 
@@ -35,25 +43,37 @@ MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged
 
 @dataclass
 class TurnOutcome:
-    status: str  # completed | failed | cancelled
+    status: Status
     error_code: str | None = None
     error_message: str | None = None
     last_answer: str | None = None
 
 
 def _turn_error(turn: dict[str, Any]) -> str:
-    error = turn.get("error") if isinstance(turn.get("error"), dict) else {}
+    error = mapping(turn.get("error"))
     return str(error.get("message") or "the Codex turn failed")
 
 
+def _known(value: str | None, what: str) -> str:
+    """An id the order of calls guarantees (set before any call needs it); None is a bug."""
+    if value is None:
+        raise AssertionError(f"the {what} is not known yet")
+    return value
+
+
 class AppServerTurn:
-    def __init__(self, ctx: RunContext, client: Any) -> None:
+    def __init__(self, ctx: RunContext, client: AppServerClient) -> None:
         self.ctx = ctx
         self.client = client
         self.turn_sent = False
         self._pids: set[int] = set()
         self._last_answer: str | None = None
         self._interrupting = False
+
+    @property
+    def _thread(self) -> str:
+        """The thread id: the runner (resume, steer) or thread/start sets it before any turn call."""
+        return _known(self.ctx.thread_id, "thread id")
 
     # ------------------------------------------------------------------ entry points
 
@@ -78,31 +98,26 @@ class AppServerTurn:
             ctx.thread_id = started["thread"]["id"]
             ctx.model = started.get("model")
             # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
-            async with self.client.listen(ctx.thread_id) as listener:
+            async with self.client.listen(self._thread) as listener:
                 return await self._start_and_follow(listener, inject)
         # MCP start-up is announced right after thread/start, possibly before its id is known
         # here: a catch-all listener spans that gap and is dropped before the turn.
-        everything_cm = self.client.listen_all()
-        everything = await everything_cm.__aenter__()
-        try:
+        async with contextlib.AsyncExitStack() as catch_all:
+            everything = await catch_all.enter_async_context(self.client.listen_all())
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
             ctx.model = started.get("model")
-            async with self.client.listen(ctx.thread_id) as listener:
+            async with self.client.listen(self._thread) as listener:
                 await self._mcp_ready(everything, mcp_server)
-                await everything_cm.__aexit__(None, None, None)
-                everything_cm = None
+                await catch_all.aclose()  # dropped before the turn starts
                 return await self._start_and_follow(listener, inject)
-        finally:
-            if everything_cm is not None:
-                await everything_cm.__aexit__(None, None, None)
 
-    async def _mcp_ready(self, listener: Any, server: str) -> None:
+    async def _mcp_ready(self, listener: ThreadListener, server: str) -> None:
         try:
             async with asyncio.timeout(MCP_READY_TIMEOUT_S):
                 async for message in listener:
                     params = message.params if isinstance(message.params, dict) else {}
-                    if (message.method != "mcpServer/startupStatus/updated"
+                    if (not isinstance(message, Notification) or message.method != "mcpServer/startupStatus/updated"
                             or params.get("threadId") != self.ctx.thread_id or params.get("name") != server):
                         continue
                     await self.ctx.feed.feed(message.raw)
@@ -116,9 +131,11 @@ class AppServerTurn:
     async def steer(self) -> TurnOutcome:
         ctx = self.ctx
         expected = ctx.task.target_turn_id
-        async with self.client.listen(ctx.thread_id) as listener:
+        if not expected:
+            raise TurnNotActive("a steer must name the turn it joins (targetCodexTurnId)")
+        async with self.client.listen(self._thread) as listener:
             try:
-                await self.client.turn_steer(ctx.thread_id, expected, ctx.input())
+                await self.client.turn_steer(self._thread, expected, ctx.input())
             except TurnNotActive:
                 raise
             except RpcError as exc:
@@ -133,7 +150,7 @@ class AppServerTurn:
     async def _resume(self, extra: dict[str, Any]) -> None:
         ctx = self.ctx
         try:
-            resumed = await self.client.thread_resume(ctx.thread_id, excludeTurns=True,
+            resumed = await self.client.thread_resume(self._thread, excludeTurns=True,
                                                       **ctx.thread_params(), **extra)
             ctx.model = (resumed or {}).get("model")
             return
@@ -147,21 +164,21 @@ class AppServerTurn:
         if ctx.thread_id not in (loaded or {}).get("data", []):
             raise TurnNotStarted(refused) from refused
 
-    async def _before_turn(self, call: Any) -> Any:
+    async def _before_turn[T](self, call: Awaitable[T]) -> T:
         try:
             return await call
         except AppServerError as exc:
             raise TurnNotStarted(exc) from exc
 
-    async def _start_and_follow(self, listener: Any, inject: list[dict[str, Any]] | None) -> TurnOutcome:
+    async def _start_and_follow(self, listener: ThreadListener, inject: list[dict[str, Any]] | None) -> TurnOutcome:
         ctx = self.ctx
         if inject:
-            await self._before_turn(self.client.thread_inject_items(ctx.thread_id, inject))
+            await self._before_turn(self.client.thread_inject_items(self._thread, inject))
         if ctx.cancel.is_set():
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled before it started")
         self.turn_sent = True
         try:
-            started = await self.client.turn_start(ctx.thread_id, ctx.input(), **ctx.turn_params())
+            started = await self.client.turn_start(self._thread, ctx.input(), **ctx.turn_params())
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
@@ -169,7 +186,7 @@ class AppServerTurn:
         ctx.ran = True
         return await self._follow(listener, answer_approvals=True)
 
-    async def _follow(self, listener: Any, *, answer_approvals: bool) -> TurnOutcome:
+    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
         ctx = self.ctx
         approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
@@ -193,7 +210,7 @@ class AppServerTurn:
             failure = exc
         return self._outcome(turn, failure)
 
-    async def _loop(self, listener: Any, tg: asyncio.TaskGroup, approvals: Approvals,
+    async def _loop(self, listener: ThreadListener, tg: asyncio.TaskGroup, approvals: Approvals,
                     answer_approvals: bool) -> dict[str, Any] | None:
         children = SubAgents(self.ctx.thread_id, self.ctx.feed)
         async for message in listener:
@@ -245,7 +262,7 @@ class AppServerTurn:
         self._interrupting = True
         deadline.reschedule(asyncio.get_running_loop().time() + INTERRUPT_GRACE_S)
         try:
-            await self.client.turn_interrupt(ctx.thread_id, ctx.turn_id)
+            await self.client.turn_interrupt(self._thread, _known(ctx.turn_id, "turn id"))
         except AppServerError as exc:
             logger.info("turn/interrupt failed (%s); ending the commands anyway", exc.__class__.__name__)
         # codex leaves interrupted exec processes running (facts 3f): end them here.

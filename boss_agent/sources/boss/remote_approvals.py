@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from boss_agent.aio import race
 from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
 from boss_agent.sources.boss.api import APPROVAL_WAIT_MS, BossApi
 from boss_agent.tasks import ApprovalRequest, Task
@@ -26,18 +27,6 @@ DECLINE = "decline"
 MIN_POLL_MS = 1_000  # the last poll before the timeout still gives the server a moment
 WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
 _TIMED_OUT = object()  # _ask's answer when the deadline passed with no decision
-
-async def _first_of(work: Any, cancel: asyncio.Event) -> tuple[bool, Any]:
-    """Run ``work`` until it returns or ``cancel`` is set: (finished, result)."""
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(work)
-        stop = tg.create_task(cancel.wait())
-        await asyncio.wait({job, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if job.done():
-            stop.cancel()
-            return True, job.result()
-        job.cancel()
-        return False, None
 
 
 class RemoteApprovals:
@@ -51,10 +40,12 @@ class RemoteApprovals:
         if task.approval_mode != "remote":
             return DECLINE
         deadline = time.monotonic() + self.timeout_s
-        finished, decision = await _first_of(self._ask(task, request, deadline), cancel)
-        if not finished or decision is _TIMED_OUT:
-            await self.withdraw(task, request.approval_id, "timeout" if finished else "cancelled")
+        asked, _ = await race(self._ask(task, request, deadline), cancel.wait())
+        if asked.cancelled() or asked.result() is _TIMED_OUT:
+            reason = "cancelled" if asked.cancelled() else "timeout"
+            await self.withdraw(task, request.approval_id, reason)
             return DECLINE
+        decision: str | dict[str, Any] = asked.result()
         return decision
 
     async def withdraw(self, task: Task, approval_id: str, reason: str) -> None:

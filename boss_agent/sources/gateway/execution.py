@@ -199,6 +199,7 @@ class Execution:
         report: asyncio.Future[None] | None = None
         try:
             entry = self.reporter.entry
+            assert entry is not None  # run() starts from the ASK's own stream entry
             if not await self.reporter.set_status(
                     "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
                     caller_agent_type=self.ask.header.source_agent_type):
@@ -242,7 +243,9 @@ class Execution:
         except asyncio.CancelledError:
             if not self._forced:
                 raise
-            asyncio.current_task().uncancel()  # our own force-cancel, not a shutdown
+            current = asyncio.current_task()
+            assert current is not None  # a coroutine awaited by a task
+            current.uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
         except Exception as exc:
@@ -288,7 +291,7 @@ class Execution:
             self.shared.slots.release()
 
 
-async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict | None]:
+async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict[str, Any]]:
     """What to do with an ASK before running it: ``run``, ``skip``, ``orphaned``, ``cancelled``.
 
     ``local`` is True when this process already runs a task with that message id. A

@@ -9,7 +9,8 @@ Redis outages are retried with the policy object and never end it.
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
 passes the ``Slots`` it shares with the Boss source, so both together stay within
 ``max_concurrent_tasks``. The agent-type reader reads only while a slot is free (and
-at most that many entries), so a busy worker leaves work in the stream for its peers. A task suspended on an approval gives its slot back (and has
+at most that many entries), so a busy worker leaves work in the stream for its peers.
+A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
 
@@ -32,10 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
+from redis.typing import KeyT, StreamIdT
 
 from boss_agent.config import Config
 from boss_agent.errors import (
@@ -193,7 +195,7 @@ class Gateway:
                 await self.shared.policy.call("groups", self._ensure_groups)
 
     # --- reading ----------------------------------------------------------------------
-    async def _read(self, streams: dict[str, str], count: int, block: int | None) -> list[tuple[Entry, Any]]:
+    async def _read(self, streams: dict[KeyT, StreamIdT], count: int, block: int | None) -> list[tuple[Entry, Any]]:
         async for attempt in self.shared.policy.retrying("read"):
             with attempt:
                 try:
@@ -211,7 +213,7 @@ class Gateway:
                     raise
         self._connected = True
         return [(Entry(stream.decode(), eid.decode()), fields)
-                for stream, entries in reply or () for eid, fields in entries]
+                for stream, entries in cast(keys.StreamReply, reply or []) for eid, fields in entries]
 
     async def _task_loop(self) -> None:
         block = self.timing.read_block_ms
@@ -251,14 +253,14 @@ class Gateway:
 
     async def _reclaim(self, stream: str) -> None:
         idle = self.timing.reclaim_idle_ms
-        pending = await self.redis.xpending_range(stream, self.group, min="-", max="+",
-                                                  count=RECOVER_BATCH, idle=idle)
+        pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
+            stream, self.group, min="-", max="+", count=RECOVER_BATCH, idle=idle))
         owners = {p["consumer"].decode() for p in pending} - {self.worker_id}
         dead = {o for o in owners if not await self.redis.exists(keys.worker_lease(o))}
-        ids = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
+        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
         if not ids:
             return
-        claimed = await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids)
+        claimed = cast(keys.ClaimReply, await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids))
         for eid, fields in claimed:
             self.shared.stats["reclaimed"] += 1
             logger.warning("reclaimed a pending entry of a worker that is gone")

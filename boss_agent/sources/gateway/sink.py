@@ -24,6 +24,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from boss_agent.aio import race
+from boss_agent.jsonshape import obj
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -115,9 +117,10 @@ def _form_content(reply: Any, request: ApprovalRequest) -> dict[str, Any] | None
     schema = request.details.get("schema")
     if request.kind != "elicitation" or not isinstance(schema, dict) or not isinstance(reply, dict):
         return None
-    if isinstance(reply.get("content"), dict):
-        return reply["content"]
-    names = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    content = reply.get("content")
+    if isinstance(content, dict):
+        return content
+    names = obj(schema.get("properties"))
     return {name: reply[name] for name in names if name in reply}
 
 
@@ -126,7 +129,8 @@ def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[st
     ids = [str(q.get("id")) for q in request.questions]
     reply = resume.reply_data
     if isinstance(reply, dict):
-        given = reply.get("answers") if isinstance(reply.get("answers"), dict) else reply
+        answers = reply.get("answers")
+        given: dict[str, Any] = answers if isinstance(answers, dict) else reply
         picked = {qid: given[qid] for qid in ids if qid in given}
         if not picked and len(ids) == 1 and "user_input" in given:
             picked = {ids[0]: given["user_input"]}
@@ -288,7 +292,8 @@ class GatewaySink:
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
             return wire.card_event(self.ctx, value)
-        return value
+        event: dict[str, Any] = value  # already a rendered event
+        return event
 
     def _push(self, kind: str, value: Any) -> None:
         if kind == "card":  # only the newest card matters
@@ -308,9 +313,5 @@ class GatewaySink:
 
 async def _first(future: asyncio.Future[wire.Resume], cancel: asyncio.Event) -> wire.Resume | None:
     """The RESUME, or None when the task is cancelled first."""
-    cancelled = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        cancelled.cancel()
-    return future.result() if future.done() and not future.cancelled() else None
+    resumed, _ = await race(future, cancel.wait())  # the future is the registry's: watched only
+    return resumed.result() if resumed.done() and not resumed.cancelled() else None
