@@ -2,23 +2,30 @@
 an MCP form is filled in, reasons and permissions are shown.
 
 The device side is played over the real device API with httpx, as in
-test_controlplane_browser.py.
+test_controlplane_browser.py; the last test runs the daemon on real codex instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
+from boss_agent.demo import scripted_model as sm
+
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import pair, within  # noqa: E402
+from tests.support.approvals import daemon_on_codex  # noqa: E402
 from tests.support.webdriver import chromium  # noqa: E402
 
 pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 pytestmark = pytest.mark.browser
 
+QUESTIONS = [{"id": "db_choice", "header": "Database", "question": "Which database should we use?",
+              "options": [{"label": "Postgres (Recommended)", "description": "Robust default."},
+                          {"label": "SQLite", "description": "Zero setup."}]}]
 SCHEMA = {"type": "object", "properties": {
     "environment": {"type": "string", "title": "Environment", "enum": ["staging", "production"]},
     "confirm": {"type": "boolean", "title": "Really deploy?"}}}
@@ -61,3 +68,25 @@ async def test_a_withdrawn_approval_shows_why_and_offers_no_buttons_and_a_form_i
             answer = await within(poll)
     assert answer.json() == {"status": "decided", "decision": "accept",
                              "content": {"environment": "production", "confirm": True}}
+
+
+@pytest.mark.codex
+async def test_plan_mode_questions_from_real_codex_are_answered_by_clicking_on_the_page(
+        tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
+        scripted_model: sm.ScriptedModel) -> None:
+    scripted_model.enqueue(
+        sm.turn(sm.function_call("request_user_input", {"questions": QUESTIONS}, "call_ui")),
+        sm.text_reply("plan: use the chosen database"))
+    async with daemon_on_codex(tmp_path, codex_bin, codex_home) as boss:
+        task_id = boss.cp.submit_task("plan the storage", workdir=str(workdir), collaborationMode="plan")
+        approval = await boss.first_approval(task_id)
+        ui = f'[data-task-id="{task_id}"] [data-approval-id="{approval["approvalId"]}"]'
+        async with chromium(tmp_path / "profile") as browser:
+            await browser.open(boss.cp.page_url)
+            await browser.wait_for(f'{ui} [data-question-id="db_choice"] legend', "Database")
+            await browser.click(f'{ui} input[type=radio][value="SQLite"]')
+            await browser.click(f'{ui} button[data-decision="answers"]')
+            view = await boss.finished(task_id)
+    assert view["result"]["status"] == "completed", view["result"]
+    answered = json.loads(scripted_model.requests[-1].tool_outputs()["call_ui"])
+    assert answered == {"answers": {"db_choice": {"answers": ["SQLite"]}}}
