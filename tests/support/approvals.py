@@ -16,12 +16,19 @@ from typing import Any
 
 import httpx
 
+from boss_agent.appserver.client import AppServer
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.runner import Runner
 from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.gateway import Gateway
+from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.gateway import AGENT, read_events, delta_text
+from tests.support.gateway import FAST as GATEWAY_TIMING
+from tests.support.runner import make_config as make_runner_config
 
 FAST = RetryPolicy.fast()
 TURN_WAIT_S = 60  # parent, child and an approval round trip on a loaded 2-core box
@@ -88,6 +95,33 @@ class DaemonOnCodex:
     async def finished(self, task_id: str) -> dict[str, Any]:
         await self.until(lambda: self.task(task_id)["status"] in FINAL)
         return self.task(task_id)
+
+
+@contextlib.asynccontextmanager
+async def gateway_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
+                           redis_url: str) -> AsyncIterator[Gateway]:
+    """A gateway worker on the real runner and codex, serving ``AGENT`` until the block ends."""
+    config = make_runner_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
+                                                        "workspaces": [str(workdir)]})
+    async with AppServer.from_config(config, codex_home=codex_home) as app:
+        gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-approvals",
+                          redis_url=redis_url, max_concurrent=1, timing=GATEWAY_TIMING, retry=FAST_POLICY)
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(gateway.run(ready))
+            await asyncio.wait_for(ready.wait(), WAIT_S)
+            try:
+                yield gateway
+            finally:
+                job.cancel()
+
+
+async def first_form(redis: Any, session: str, message_id: str) -> dict[str, Any]:
+    """The task's first ask-user form (3013), as a Boss client parses it."""
+    asked = await read_events(redis, session, message_id, timeout=TURN_WAIT_S,
+                              until=lambda m: m.data["contentType"] == "3013")
+    form: dict[str, Any] = json.loads(delta_text(asked[-1]))
+    return form
 
 
 @contextlib.asynccontextmanager

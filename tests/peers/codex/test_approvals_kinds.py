@@ -8,7 +8,6 @@ reach codex in its shape, and a gateway RESUME sent ``{"user_input": …}``.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import sys
@@ -18,16 +17,11 @@ import httpx
 import pytest
 from rich.console import Console
 
-from boss_agent.appserver.client import AppServer
 from boss_agent.cli.task_follow import submit_and_follow
 from boss_agent.controlplane import LocalClient
 from boss_agent.demo import scripted_model as sm
-from boss_agent.runner import Runner
-from boss_agent.sources.gateway import Gateway
-from boss_agent.sources.gateway.retry import FAST_POLICY
-from tests.support.approvals import daemon_on_codex
-from tests.support.runner import make_config
-from tests.support.gateway import AGENT, FAST, WAIT_S, ask, delta_text, read_events, sdk_client, sdk_redis
+from tests.support.approvals import daemon_on_codex, first_form, gateway_on_codex
+from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis
 
 pytestmark = pytest.mark.codex
 
@@ -71,26 +65,15 @@ async def test_plan_mode_questions_are_answered_by_a_gateway_resume_by_form_and_
     ask_questions(scripted_model)
     redis = sdk_redis(redis_server.url)
     client = sdk_client(redis)
-    config = make_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
-                                                 "workspaces": [str(workdir)]})
-    async with AppServer.from_config(config, codex_home=codex_home) as app:
-        gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-ui",
-                          redis_url=redis_server.url, max_concurrent=1, timing=FAST, retry=FAST_POLICY)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(gateway.run(ready))
-            await asyncio.wait_for(ready.wait(), WAIT_S)
-            await ask(client, "s-ui", "plan the storage", "msg-ui",
-                      extra_payload={"workdir": str(workdir), "collaborationMode": "plan"})
-            asked = await read_events(redis, "s-ui", "msg-ui", timeout=60,
-                                      until=lambda m: m.data["contentType"] == "3013")
-            form = json.loads(delta_text(asked[-1]))
-            await client.send_message(AGENT, "s-ui", "", action_type="RESUME", message_id="msg-ui",
-                                      extra_payload={"status": "COMPLETED", "reply_data": {
-                                          "formId": form["formId"],
-                                          "answers": {"db_choice": ["Postgres (Recommended)"]}}})
-            await read_events(redis, "s-ui", "msg-ui", timeout=60)
-            job.cancel()
+    async with gateway_on_codex(tmp_path, codex_bin, codex_home, workdir, redis_server.url):
+        await ask(client, "s-ui", "plan the storage", "msg-ui",
+                  extra_payload={"workdir": str(workdir), "collaborationMode": "plan"})
+        form = await first_form(redis, "s-ui", "msg-ui")
+        await client.send_message(AGENT, "s-ui", "", action_type="RESUME", message_id="msg-ui",
+                                  extra_payload={"status": "COMPLETED", "reply_data": {
+                                      "formId": form["formId"],
+                                      "answers": {"db_choice": ["Postgres (Recommended)"]}}})
+        await read_events(redis, "s-ui", "msg-ui", timeout=60)
     await redis.aclose()
     (field,) = form["pluginMachineFields"]
     assert field["fieldCode"] == "db_choice" and field["description"] == "Which database should we use?"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from boss_agent.demo import scripted_model as sm
-from tests.support.approvals import ParentAndChild, daemon_on_codex
+from tests.support.approvals import ParentAndChild, daemon_on_codex, first_form, gateway_on_codex
+from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis
 
 pytestmark = pytest.mark.codex
 
@@ -45,3 +46,26 @@ async def test_a_sub_agents_approval_reaches_the_control_plane_and_accepting_run
     # the sub-agent's own answer is not the task's answer
     assert view["result"]["resultText"] == "the sub-agent made the marker"
     assert "marker made" not in json.dumps(card)
+
+
+@pytest.mark.redis
+async def test_a_sub_agents_approval_is_a_gateway_form_and_a_resume_runs_the_command(
+        tmp_path: Path, codex_bin: str, workdir: Path, redis_server) -> None:
+    script = ParentAndChild("touch gateway_marker.txt")
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    with sm.ScriptedModel(script) as model:
+        home = sm.write_codex_home(tmp_path / "codex-home", model.base_url, model="mock-model")
+        async with gateway_on_codex(tmp_path, codex_bin, home, workdir, redis_server.url):
+            await ask(client, "s-sub", "delegate the marker", "msg-sub",
+                      extra_payload={"workdir": str(workdir), "approvalPolicy": "untrusted"})
+            form = await first_form(redis, "s-sub", "msg-sub")
+            await client.send_message(AGENT, "s-sub", "", action_type="RESUME", message_id="msg-sub",
+                                      extra_payload={"status": "COMPLETED", "reply_data": {
+                                          "formId": form["formId"], "decision": "accept"}})
+            events = await read_events(redis, "s-sub", "msg-sub", timeout=60)
+    await redis.aclose()
+    assert "Run touch" in form["pluginMachineFields"][0]["description"]
+    assert (workdir / "gateway_marker.txt").exists()
+    final = [e for e in events if e.event_type == "finalAnswer"]
+    assert final and final[0].data["choices"][0]["delta"]["content"] == "the sub-agent made the marker"
