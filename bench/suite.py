@@ -21,6 +21,7 @@ from bench import (
     bench_card,
     bench_controlplane,
     bench_daemon,
+    bench_fleet,
     bench_gateway,
     bench_long_turn,
     bench_progress,
@@ -70,6 +71,8 @@ class Sizes:
     long_turn_deltas: int = bench_long_turn.DELTAS
     controlplane_tasks: int = bench_controlplane.TASKS
     controlplane_samples: int = bench_controlplane.SAMPLES
+    fleet_tasks: int = bench_fleet.BURST_TASKS
+    fleet_samples: int = bench_fleet.LATENCY_SAMPLES
 
 
 FULL = Sizes()
@@ -77,7 +80,7 @@ QUICK = Sizes(appserver_requests=10, appserver_turns=2, runner_samples=2, warmup
               stream_chunks=10, stream_delay_s=0.01, card_messages=5000, card_rounds=1, serialize_samples=200,
               storm_s=1.0, idle_window_s=2.0, daemon_tasks=1, gateway_events=100,
               gateway_tasks=20, xadd_requests=2000, reuse_samples=1, long_turn_deltas=12_000,
-              controlplane_tasks=200, controlplane_samples=5)
+              controlplane_tasks=200, controlplane_samples=5, fleet_tasks=20, fleet_samples=5)
 
 
 @dataclass
@@ -202,6 +205,19 @@ def _gateway_cells(r: dict[str, Any]) -> list[Cells]:
                     f"{r['tasks_per_s'] / xadd:.3g}")]
 
 
+def _fleet_cells(r: dict[str, Any]) -> list[Cells]:
+    cells = []
+    for fleet in r["fleets"]:
+        xadd = fleet["redis_benchmark_xadd"]
+        cells.append(no_goal(
+            f"{fleet['tasks_per_s']:,.0f} tasks/s; dispatch p50 {fleet['dispatch_p50_ms']:.2f} ms, "
+            f"p99 {fleet['dispatch_p99_ms']:.2f} ms ({fleet['workers_that_ran_tasks']} workers ran tasks)",
+            f"{xadd['rps']:,.0f} XADD/s; p50 {xadd['p50_ms']:.3f} ms, p99 {xadd['p99_ms']:.3f} ms "
+            f"(-c {fleet['workers']})",
+            f"{fleet['tasks_per_s'] / xadd['rps']:.3g}"))
+    return cells
+
+
 def _reuse_cells(r: dict[str, Any]) -> list[Cells]:
     return [no_goal(f"{r['warm_start_ms']:.0f} ms (task {r['warm_task_ms']:.0f} ms)",
                     f"{r['spawn_start_ms']:.0f} ms (task {r['spawn_task_ms']:.0f} ms)",
@@ -262,6 +278,15 @@ GROUPS: tuple[Group, ...] = (
                            ("10b", "claim answer: 10,000 finished tasks vs an empty database")),
           _async(lambda s: bench_controlplane.run(s.controlplane_tasks, s.controlplane_samples)),
           _controlplane_cells),
+    Group("fleet", (
+                    ("11a", "fleet of 1 worker on one Redis: tasks/s, XADD -> first event "
+                            "p50/p99 vs redis-benchmark XADD -c 1"),
+                    ("11b", "fleet of 10 workers on one Redis: tasks/s, XADD -> first event "
+                            "p50/p99 vs redis-benchmark XADD -c 10"),
+                    ("11c", "fleet of 50 workers on one Redis: tasks/s, XADD -> first event "
+                            "p50/p99 vs redis-benchmark XADD -c 50")),
+          lambda s: bench_fleet.run(bench_fleet.FLEET_SIZES, s.fleet_tasks, s.fleet_samples, s.xadd_requests),
+          _fleet_cells),
 )
 
 

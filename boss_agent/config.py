@@ -13,8 +13,10 @@ The table ``KEYS`` is the single list of keys: the loader, ``config.example.toml
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,6 +228,7 @@ class Config:
     gateway: GatewaySettings
     cua_bin: str | None
     config_path: Path | None = None
+    projects: Mapping[str, Path] = field(default_factory=dict)  # [projects] id -> directory
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -260,6 +263,23 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+_PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _projects(table: Any, path: Path) -> dict[str, Path]:
+    """The ``[projects]`` table: project id -> directory (ids are advertised, paths never)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [projects] must be a table of id = \"path\"")
+    projects: dict[str, Path] = {}
+    for project_id, directory in table.items():
+        if not _PROJECT_ID.fullmatch(project_id) or ".." in project_id:
+            raise ConfigError(f"{path}: projects.{project_id}: ids are letters, digits, '_', '.', '-'")
+        if not isinstance(directory, str) or not directory:
+            raise ConfigError(f"{path}: projects.{project_id}: must be a directory path")
+        projects[project_id] = _path(directory).resolve()
+    return projects
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -268,8 +288,13 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    if "projects" in data:  # a table of user-chosen ids, not fixed keys
+        data["projects"] = _projects(data["projects"], path)
+    projects = data.pop("projects", None)
     flat = _flatten(data)
-    unknown = sorted(set(flat) - set(KEYS_BY_NAME))
+    if projects is not None:
+        flat["projects"] = projects
+    unknown = sorted(set(flat) - set(KEYS_BY_NAME) - {"projects"})
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}")
     return flat
@@ -288,8 +313,11 @@ def load_config(
         raise ConfigError(f"{candidate}: no such config file")
     raw: dict[str, tuple[Any, str]] = {k.name: (k.default, "default") for k in KEYS}
     config_path = candidate if candidate.is_file() else None
+    projects: dict[str, Path] = {}
     if config_path is not None:
-        for name, value in _read_file(config_path).items():
+        from_file = _read_file(config_path)
+        projects = from_file.pop("projects", None) or {}
+        for name, value in from_file.items():
             raw[name] = (value, str(config_path))
     for key in KEYS:
         if key.env and key.env in env:
@@ -306,7 +334,8 @@ def load_config(
             values[key.name] = key.parse(value) if value is not None else None
         except ValueError as exc:
             raise ConfigError(f"{key.name} ({source}): {exc}") from None
-    return _build(values, config_path, {name: src for name, (_, src) in raw.items()})
+    config = _build(values, config_path, {name: src for name, (_, src) in raw.items()})
+    return dataclasses.replace(config, projects=projects) if projects else config
 
 
 def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str]) -> Config:

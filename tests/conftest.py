@@ -122,3 +122,21 @@ def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _restore_boss_agent_logging() -> Iterator[None]:
+    """Every test starts with the ``boss_agent`` logger as pytest's caplog expects it.
+
+    ``setup_logging`` (called by in-process CLI runs and the log tests) stops
+    propagation and swaps handlers; without this, a later test's ``caplog`` sees nothing.
+    """
+    tree = logging.getLogger("boss_agent")
+    saved = tree.level, tree.propagate, list(tree.handlers)
+    yield
+    for handler in list(tree.handlers):
+        if handler not in saved[2]:
+            tree.removeHandler(handler)
+            handler.close()
+    tree.setLevel(saved[0])
+    tree.propagate = saved[1]

@@ -33,7 +33,7 @@ from boss_agent import __version__
 from boss_agent.aio import race
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
-from boss_agent.identity import Identity, ensure_state_dir, load_identity
+from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.daemon.lifecycle import (
     READY,
     STOPPING,
@@ -72,6 +72,18 @@ def gateway_worker_id(device_id: str) -> str:
     return "boss-agent-" + re.sub(r"[^A-Za-z0-9_.-]", "-", device_id)[:100]
 
 
+def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
+    """The gateway's part of the state file (flat: the file holds no nested objects)."""
+    counts = status.get("counts") or {}
+    return {
+        "gateway_worker_id": status["worker_id"], "gateway_connected": status["connected"],
+        "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
+        "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
+        "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_projects": status.get("projects") or [],
+    }
+
+
 class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
@@ -88,6 +100,7 @@ class Daemon:
         self.app: AppServer | None = None
         self.source: BossSource | None = None
         self.gateway: Gateway | None = None
+        self.device_id: str | None = None  # from the pairing, or the local id of a gateway-only device
         self.reloads = 0  # SIGHUPs handled
         self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
@@ -168,6 +181,9 @@ class Daemon:
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
+        if self.gateway is not None:
+            state.update(gateway_state(self.gateway.status))
+            state.setdefault("device_id", self.device_id)
         return state
 
     def write_state(self) -> None:
@@ -186,8 +202,10 @@ class Daemon:
     async def run(self, ready: asyncio.Event | None = None) -> None:
         state_dir = ensure_state_dir(self.config.state_dir)
         identity = load_identity(state_dir)
-        if identity is None:
-            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL`")
+        gateway_only = self.config.gateway.enabled and not self.config.server_url
+        if identity is None and not gateway_only:
+            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL` "
+                             "(or enable the gateway without server.url for a Redis-only device)")
         with InstanceLock(state_dir), self.shutdown:
             try:
                 async with contextlib.AsyncExitStack() as stack:
@@ -218,11 +236,11 @@ class Daemon:
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
             clock=self.wall_clock, slots=self.slots, **extra)
 
-    def _new_gateway(self, identity: Identity) -> Gateway:
+    def _new_gateway(self, device_id: str) -> Gateway:
         from boss_agent.sources.gateway import Gateway
 
         assert self.runner is not None
-        worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
+        worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
                        max_concurrent=self.config.max_concurrent_tasks, slots=self.slots)
 
@@ -235,9 +253,12 @@ class Daemon:
         except TimeoutError:
             logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
 
-    async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
+    async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
+        """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
         self.slots = Slots(self.config.max_concurrent_tasks)
-        self.source = source = self._new_source(identity)
+        self.source = source = self._new_source(identity) if identity is not None else None
+        device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
+        self.device_id = device_id
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:
                 background = [tg.create_task(self._discovery_loop(self.app), name="discovery")]
@@ -245,18 +266,20 @@ class Daemon:
                 await self._refresh_runner_caps()
                 background = []
             if self.config.gateway.enabled:
-                self.gateway = self._new_gateway(identity)
+                self.gateway = self._new_gateway(device_id)
                 gateway_up = asyncio.Event()
                 background.append(tg.create_task(self.gateway.run(gateway_up), name="gateway"))
                 await self._gateway_ready(gateway_up)
-            source.start(tg)
+            if source is not None:
+                source.start(tg)
             background.append(tg.create_task(self._state_loop(), name="state file"))
             background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
             self.phase = "running"
             self.write_state()
-            logger.info("boss-agent %s running as device %s", __version__, identity.device_id)
+            logger.info("boss-agent %s running as device %s%s", __version__, device_id,
+                        "" if source else " (gateway only)")
             if ready is not None:
                 ready.set()
             sd_notify(READY)
@@ -264,7 +287,8 @@ class Daemon:
             sd_notify(STOPPING)
             self.phase = "stopping"
             await self._drain(source)
-            await source.close()
+            if source is not None:
+                await source.close()
             for task in background:
                 task.cancel()
 
@@ -293,12 +317,17 @@ class Daemon:
         self.reloads += 1
         self.reloaded.set()
 
-    async def _drain(self, source: BossSource) -> None:
-        source.stop_claiming()
+    async def _drain(self, source: BossSource | None) -> None:
+        if source is not None:
+            source.stop_claiming()
         if self.gateway is not None:
             self.gateway.stop_accepting()
         self.write_state()
         await race(self._all_idle(source), self.shutdown.force_cancel.wait())
+        # The gateway's run is cancelled with the other background loops; it reports
+        # the tasks it still runs as CANCELLED itself.
+        if source is None:
+            return
         if source.runs.running:
             source.runs.cancel_all()
             with contextlib.suppress(TimeoutError):
@@ -308,11 +337,10 @@ class Daemon:
             source.runs.abort()  # the runner ignored the cancel: its runs spool `cancelled`
             await source.runs.wait_idle()
         await source.final_flush(FINAL_FLUSH_S)
-        # The gateway's run is cancelled with the other background loops; it reports
-        # the tasks it still runs as CANCELLED itself.
 
-    async def _all_idle(self, source: BossSource) -> None:
-        await source.runs.wait_idle()
+    async def _all_idle(self, source: BossSource | None) -> None:
+        if source is not None:
+            await source.runs.wait_idle()
         if self.gateway is not None:
             await self.gateway.wait_idle()
 

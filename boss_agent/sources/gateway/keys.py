@@ -86,3 +86,16 @@ def agent_type_members(agent_type: str) -> str:
 
 def worker_agent_types(worker_id: str) -> str:
     return f"{PREFIX}:registry:worker:agent_types:{worker_id}"
+
+
+def thread_holder(thread_ref: str) -> str:
+    """The worker holding a Codex thread (fleet.py): its rollout is on that device."""
+    return f"{PREFIX}:registry:thread:{thread_ref}"
+
+
+def turn_holder(turn_id: str) -> str:
+    return f"{PREFIX}:registry:turn:{turn_id}"
+
+
+def held_threads(worker_id: str) -> str:
+    return f"{PREFIX}:registry:worker:threads:{worker_id}"

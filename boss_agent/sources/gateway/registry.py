@@ -53,8 +53,9 @@ class WorkerPresence:
     """This process's claim on its worker id, and its agent-type membership."""
 
     def __init__(self, redis: aioredis.Redis, worker_id: str, agent_types: tuple[str, ...],
-                 lease_ttl_s: int) -> None:
+                 lease_ttl_s: int, record: dict[str, Any] | None = None) -> None:
         self.redis = redis
+        self.record = dict(record or {})  # extra lease fields peers route by (fleet.py)
         self.worker_id = worker_id
         self.agent_types = agent_types
         self.lease_ttl_s = lease_ttl_s
@@ -63,7 +64,7 @@ class WorkerPresence:
         self._mine = f'"token":"{self.token}"'
 
     def _value(self) -> str:
-        return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms()},
+        return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms(), **self.record},
                           separators=(",", ":"))
 
     async def acquire(self) -> None:

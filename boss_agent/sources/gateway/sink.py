@@ -186,6 +186,8 @@ class GatewaySink:
         self._status: str | None = None
         self._artifacts: set[str] = set()
         self.card: dict[str, Any] = {}
+        # Called with (thread, turn) when the turn starts, before clients learn the ids.
+        self.on_turn: Callable[[str, str], Awaitable[None]] | None = None
 
     # --- TaskSink -------------------------------------------------------------------
     async def progress(self, card: dict[str, Any]) -> None:
@@ -212,6 +214,16 @@ class GatewaySink:
         """Optional sink method: the runner streams answer text itself (preferred)."""
         self._explicit_answer = True
         self._push_answer(sanitize_text(text, workdir=self._workdir, limit=None))
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """Optional sink method: the turn's ids, so a client can steer it while it runs."""
+        if self.on_turn is not None:
+            try:
+                await self.on_turn(thread_ref, turn_id)
+            except Exception as exc:  # noqa: BLE001 - routing is advisory; the turn goes on
+                logger.warning("could not publish the running turn (%s)", type(exc).__name__)
+        self._push("event", wire.state_event(self.ctx, "running", metadata={
+            "codexThreadRef": thread_ref, "turnId": turn_id}))
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         async with self._approval_lock:  # one ask-user form open at a time per task
