@@ -37,6 +37,7 @@ from boss_agent.sources.gateway.registry import (
 )
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
+from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
 _CLAIMED = frozenset({"RUNNING", "WAITING_USER", "CANCELLING"})  # a live start, not a queue entry
+SOURCE = "gateway"  # this source's name in the RunRegistry
 _WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
 
 
@@ -66,10 +68,14 @@ class Shared:
     worker_id: str
     group: str
     runner: TaskRunner
-    slots: Slots
+    runs: RunRegistry
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
     fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
+
+    @property
+    def slots(self) -> Slots:
+        return self.runs.slots
 
     async def ack(self, entry: Entry) -> None:
         await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)
@@ -189,18 +195,20 @@ def _detail(status: str, code: str, message: str, reason: str) -> str:
 
 
 class Execution:
-    """A task this worker runs: owns the runner call, the sink and one concurrency slot."""
+    """A task this worker runs: owns the runner call and the sink.
+
+    Its ``handle`` is its entry in the daemon's ``RunRegistry``: the cancel event and
+    reason, and the device slot the caller acquired for it.
+    """
 
     def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry) -> None:
         self.shared = shared
         self.ask = ask
         self.task = task
         self.reporter = Reporter(shared, ask.header, entry)
-        self.cancel = asyncio.Event()
-        self.cancel_reason = ""
-        self._force = asyncio.Event()
+        self.handle = Run(SOURCE, ask.header.message_id, holds_slot=True, owner=self)
+        self.cancel = self.handle.cancel
         self._forced = False
-        self.holding_slot = True  # the caller acquired it for us
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
         if shared.fleet is not None:
@@ -210,11 +218,12 @@ class Execution:
     def message_id(self) -> str:
         return self.ask.header.message_id
 
+    @property
+    def cancel_reason(self) -> str:
+        return self.handle.reason
+
     def request_cancel(self, reason: str, force: bool) -> None:
-        self.cancel_reason = self.cancel_reason or reason or "cancelled"
-        self.cancel.set()
-        if force:
-            self._force.set()
+        self.handle.request_cancel(reason, force)
 
     async def run(self) -> None:
         report: asyncio.Future[None] | None = None
@@ -260,7 +269,8 @@ class Execution:
 
     async def _call_runner(self) -> TaskResult:
         try:
-            return await self.shared.runner.run(self.task, self.sink, self.cancel)
+            return await self.shared.runs.call_runner(self.shared.runner, self.task, self.sink,
+                                                      self.cancel)
         except asyncio.CancelledError:
             if not self._forced:
                 raise
@@ -269,16 +279,12 @@ class Execution:
             current.uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
-        except Exception as exc:
-            logger.exception("runner raised for a gateway task")
-            return TaskResult("failed", error_code="internal_error",
-                              error_message=sanitize_text(type(exc).__name__))
 
     async def _force_after_grace(self, runner: asyncio.Task[TaskResult]) -> None:
         await self.cancel.wait()
         try:
             async with asyncio.timeout(CANCEL_GRACE_S):
-                await self._force.wait()
+                await self.handle.force.wait()
         except TimeoutError:
             pass
         if not runner.done():
@@ -312,14 +318,11 @@ class Execution:
     async def _resume(self, cancelled: bool) -> None:
         if cancelled:
             return  # the runner is about to stop; it needs no slot for that
-        await self.shared.slots.acquire()
-        self.holding_slot = True
+        await self.shared.runs.take_back(self.handle)
         await self.reporter.set_status("RUNNING")
 
     def _release_slot(self) -> None:
-        if self.holding_slot:
-            self.holding_slot = False
-            self.shared.slots.release()
+        self.shared.runs.hand_back(self.handle)
 
 
 async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict[str, Any]]:
