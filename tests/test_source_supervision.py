@@ -1,0 +1,70 @@
+"""A failure inside one task source stops neither the daemon nor the other source.
+
+The failure comes from a real redis-server that answers something the gateway does
+not expect: the test turns the worker's control stream into a plain string, so the
+gateway's control reader gets ``WRONGTYPE`` (not an outage, so not retried) and the
+error escapes the gateway's loops, and every restart fails the same way until the
+key is repaired. Meanwhile the Boss source keeps claiming and completing tasks; once
+the key is gone the supervisor's next restart brings the gateway back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from boss_agent.controlplane import ControlPlane
+from boss_agent.daemon.runtime import Daemon, gateway_worker_id
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.gateway import keys
+from tests.conftest import RedisProcess
+from tests.daemon_support import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.test_gateway_support import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
+
+pytestmark = pytest.mark.redis
+
+FAST = RetryPolicy.fast()
+
+
+def _restarts(daemon: Daemon) -> int:
+    return sum(getattr(s, "restarts", 0) for s in getattr(daemon, "supervisors", []))
+
+
+async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_completing(
+    tmp_path: Path, redis_server: RedisProcess,
+) -> None:
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
+        config = make_config(tmp_path, proxy.url, gateway__enabled=True,
+                             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
+        identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
+                                     policy=FAST)
+        daemon = Daemon(config, runner=StubRunner(cards=1), retry_policy=FAST, claim_wait_ms=300,
+                        handle_signals=False)
+        redis = sdk_redis(redis_server.url)
+        control = keys.worker_stream(gateway_worker_id(identity.device_id))
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(daemon.run(ready))
+            await asyncio.wait_for(ready.wait(), WAIT_S)
+            await redis.delete(control)
+            await redis.set(control, "not a stream")
+            # Main (before supervision) ends here: the gateway's error ends the daemon.
+            await wait_until(lambda: job.done() or _restarts(daemon) >= 2, WAIT_S)  # failed, again
+            task_id = cp.submit_task("while the gateway is down")
+            await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
+            assert not job.done()
+            boss_result = cp.task(task_id)["result"]
+            await redis.delete(control)  # repaired: the next restart serves again
+            await wait_until(lambda: daemon.gateway.status["ready"], WAIT_S)
+            await ask(sdk_client(redis), "s1", "after the repair", "msg-back",
+                      extra_payload={"intentCategory": "conversation_reply"})
+            events = await read_events(redis, "s1", "msg-back", timeout=60)
+            daemon.request_stop()
+            await asyncio.wait_for(job, WAIT_S)
+        await redis.aclose()
+    assert boss_result["resultText"] == "done: while the gateway is down"
+    assert [e.event_type for e in events][-1] == "appStreamResponse"
+    assert _restarts(daemon) >= 2
