@@ -36,6 +36,7 @@ from boss_agent.aio import race
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
+from boss_agent.lifecycles import DAEMON, DaemonPhase
 from boss_agent.daemon.lifecycle import (
     READY,
     STOPPING,
@@ -114,7 +115,10 @@ class Daemon:
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
-        self.phase = "starting"
+        self.phase = DaemonPhase.STARTING
+
+    def _enter(self, phase: DaemonPhase) -> None:
+        self.phase = DAEMON.check(self.phase, phase)
 
     def request_stop(self) -> None:
         """First call: graceful stop. Second call: interrupt running tasks at once."""
@@ -220,7 +224,7 @@ class Daemon:
                         await self._start_codex(stack)
                     await self._serve(identity, ready)
             finally:
-                self.phase = "stopped"
+                self._enter(DaemonPhase.STOPPED)
                 self.write_state()
 
     async def _start_codex(self, stack: contextlib.AsyncExitStack) -> None:
@@ -297,7 +301,7 @@ class Daemon:
             background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
-            self.phase = "running"
+            self._enter(DaemonPhase.RUNNING)
             self.write_state()
             logger.info("boss-agent %s running as device %s%s", __version__, device_id,
                         "" if identity else " (gateway only)")
@@ -306,7 +310,7 @@ class Daemon:
             sd_notify(READY)
             await self.shutdown.stopping.wait()
             sd_notify(STOPPING)
-            self.phase = "stopping"
+            self._enter(DaemonPhase.STOPPING)
             await self._drain([s.current for s in self.supervisors if s.current is not None])
             for task in background:
                 task.cancel()

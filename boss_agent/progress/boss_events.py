@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from boss_agent.lifecycles import TERMINAL, TaskStatus
 from boss_agent.progress import approval_card as approvals
-from boss_agent.progress.card import TERMINAL, BackgroundAgent, Branch, Card, Reasoning, Step, key_of
+from boss_agent.progress.card import BackgroundAgent, Branch, Card, Reasoning, Step, key_of
 from boss_agent.progress.items import MAX_ACTIVITIES, add_artifact, close_open_items, upsert
 from boss_agent.progress.notifications import add_warning
 
-STATUSES = frozenset({"queued", "running", "waitingApproval", "waitingInput", "completed",
-                      "failed", "cancelled"})
+STATUSES = frozenset(TaskStatus)
 BACKENDS = frozenset({"app_server", "exec", "cua"})
 GITHUB_CLI = frozenset({"available", "unauthenticated", "missing"})
 MAX_GIT_OPERATIONS = 20  # "commit", "push", … labels; a long list is not a summary

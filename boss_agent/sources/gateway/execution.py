@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
+from boss_agent.lifecycles import EXECUTION_OF, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.redact import sanitize_text
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
-    TERMINAL,
     ExecutionRecords,
     with_status,
     worker_online,
@@ -47,9 +47,9 @@ logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
-_CLAIMED = frozenset({"RUNNING", "WAITING_USER", "CANCELLING"})  # a live start, not a queue entry
+_CLAIMED = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.WAITING_USER,
+                      ExecutionStatus.CANCELLING})  # a live start, not a queue entry
 SOURCE = "gateway"  # this source's name in the RunRegistry
-_WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,9 @@ class Reporter:
 
         def mutate(record: dict[str, Any] | None) -> dict[str, Any] | None:
             nonlocal written
-            if record and record.get("status") in TERMINAL:
+            if record and record.get("status") in TERMINAL_EXECUTION:
                 return None
-            if status == "RUNNING" and record and _claimed_by_other(record, worker_id):
+            if status == ExecutionStatus.RUNNING and record and _claimed_by_other(record, worker_id):
                 return None  # two copies of one ASK raced past the start check: one runs
             record = record or {
                 "execution_id": "", "message_id": header.message_id,
@@ -144,7 +144,7 @@ class Reporter:
         events = []
         if text:
             events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT, metadata=metadata))
-        if status != "COMPLETED":
+        if status != ExecutionStatus.COMPLETED:
             detail = sanitize_text(_detail(status, code, message, reason))
             events.append(wire.state_event(ctx, status.lower(), state_msg=detail,
                                            metadata={"errorCode": code} if code else None))
@@ -165,9 +165,9 @@ class Reporter:
         if not self.header.source_agent_type:
             return
         reply: Any = None
-        if status == "FAILED":
+        if status == ExecutionStatus.FAILED:
             reply = {"error": sanitize_text(message or code)}
-        elif status == "CANCELLED":
+        elif status == ExecutionStatus.CANCELLED:
             reply = {"reason": sanitize_text(reason or "cancelled")}
         stream, fields = wire.reply_to_caller(self.header, self.publisher.ctx.agent_type,
                                               status, text, reply)
@@ -187,7 +187,7 @@ def thread_metadata(result: TaskResult) -> dict[str, str]:
 
 def _detail(status: str, code: str, message: str, reason: str) -> str:
     """The one-line why of a task that did not complete (the event's ``state_msg``)."""
-    if status == "CANCELLED":
+    if status == ExecutionStatus.CANCELLED:
         return reason or message or "cancelled"
     if code and message:
         return f"{code}: {message}"
@@ -231,7 +231,7 @@ class Execution:
             entry = self.reporter.entry
             assert entry is not None  # run() starts from the ASK's own stream entry
             if not await self.reporter.set_status(
-                    "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
+                    ExecutionStatus.RUNNING, stream_name=entry.stream, redis_message_id=entry.entry_id,
                     caller_agent_type=self.ask.header.source_agent_type):
                 await self.reporter.ack()  # it ended, or a peer claimed it, since our check
                 return
@@ -293,13 +293,13 @@ class Execution:
 
     async def _report(self, result: TaskResult) -> None:
         await self.sink.flush()
-        status = _WIRE_STATUS.get(result.status, "FAILED")
+        status = EXECUTION_OF.get(result.status, ExecutionStatus.FAILED)
         text = sanitize_text(result.result_text, workdir=self.task.workdir, limit=None) \
             if result.result_text else ""
         await self._release_turn(result)
         await self.reporter.finish(status, text=text, code=result.error_code or "",
                                    message=result.error_message or "",
-                                   reason=self.cancel_reason if status == "CANCELLED" else "",
+                                   reason=self.cancel_reason if status == ExecutionStatus.CANCELLED else "",
                                    metadata=thread_metadata(result))
 
     async def _release_turn(self, result: TaskResult) -> None:
@@ -311,7 +311,7 @@ class Execution:
             logger.warning("could not update the thread registry (%s)", type(exc).__name__)
 
     async def _suspend(self) -> None:
-        await self.reporter.set_status("WAITING_USER")
+        await self.reporter.set_status(ExecutionStatus.WAITING_USER)
         await self.reporter.ack()  # suspended: the entry is done, the RESUME carries on
         self._release_slot()
 
@@ -319,7 +319,7 @@ class Execution:
         if cancelled:
             return  # the runner is about to stop; it needs no slot for that
         await self.shared.runs.take_back(self.handle)
-        await self.reporter.set_status("RUNNING")
+        await self.reporter.set_status(ExecutionStatus.RUNNING)
 
     def _release_slot(self) -> None:
         self.shared.runs.hand_back(self.handle)
@@ -336,7 +336,7 @@ async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tu
                                       header.message_id)
     record = record or {}
     owner = str(record.get("worker_id") or "")
-    if record.get("status") in TERMINAL or local:
+    if record.get("status") in TERMINAL_EXECUTION or local:
         return "skip", record
     if not owner:
         return ("cancelled" if record.get("cancel_requested") else "run"), record

@@ -20,7 +20,8 @@ from typing import Any
 from boss_agent.errors import BadCommand
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import SOURCE, Entry, Reporter, Shared
-from boss_agent.sources.gateway.registry import TERMINAL, worker_online
+from boss_agent.lifecycles import TERMINAL_EXECUTION, ExecutionStatus
+from boss_agent.sources.gateway.registry import worker_online
 from boss_agent.sources.inflight import RunRegistry
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ async def _close_lost_task(shared: Shared, record: dict[str, Any], session_id: s
         logger.warning("execution record with invalid ids left alone")
         return
     reporter = Reporter(shared, header, None, str(record.get("execution_id") or "") or None)
-    if status == "FAILED":
+    if status == ExecutionStatus.FAILED:
         await reporter.finish(status, code="agent_restarted",
                               message="the worker holding this task stopped; it cannot resume")
     else:
@@ -90,7 +91,7 @@ async def route_cancel(runs: RunRegistry, shared: Shared, command: wire.Cancel,
     if not runs.cancel(SOURCE, target, command.reason, command.force):
         record = await shared.records.get(session_id, target) or {}
         # Ours by record but not in this process: an earlier process with our id held it.
-        if record.get("worker_id") == shared.worker_id and record.get("status") not in TERMINAL:
+        if record.get("worker_id") == shared.worker_id and record.get("status") not in TERMINAL_EXECUTION:
             await _close_lost_task(shared, record, session_id, target, "CANCELLED",
                                    command.reason or "cancelled")
     shared.stats["cancel_requests"] += 1
