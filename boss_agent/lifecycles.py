@@ -3,9 +3,9 @@
 After h11's ``_state.py``: a status is an enum value, and a move the table does not
 list is a bug that raises ``IllegalTransition`` (``errors.py``) where it happens,
 instead of a card, a record or a status line quietly saying something impossible.
-Staying in the same status is not a move and always allowed. ``tests/
-test_lifecycles.py`` walks every table: every listed move is accepted, every other
-pair is rejected.
+Staying in the same status is not a move and always allowed.
+``tests/unit/test_lifecycles.py`` walks every table: every listed move is accepted,
+every other pair is rejected.
 
     TaskStatus       one task as the card and the device API's ``complete`` spell it
     ExecutionStatus  the gateway's execution record (by-framework's upper-case spelling)

@@ -21,8 +21,8 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
-from tests.daemon_support import WAIT_S, FaultProxy, StubRunner, make_config
-from tests.test_gateway_support import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
 
 pytestmark = pytest.mark.redis
 

@@ -1,7 +1,7 @@
 """The RunRegistry on its own: early cancels, slot hand-back, idle, the runner guard.
 
 Pure asyncio, no peers: the registry is bookkeeping. The same behaviour is driven end
-to end through both sources in tests/test_source_contract.py.
+to end through both sources in tests/contract/test_source_contract.py.
 """
 
 from __future__ import annotations
