@@ -48,9 +48,10 @@ def _status(card: Card, params: Mapping[str, Any]) -> Card:
 
 def _finished(card: Card, params: Mapping[str, Any]) -> Card:
     """The task is over: nothing stays in progress or pending on the card."""
-    status = params.get("status") if params.get("status") in TERMINAL else "completed"
-    card = close_open_items(card, "completed" if status == "completed" else "interrupted")
-    step_end = "completed" if status == "completed" else "failed"
+    status = params.get("status") if params.get("status") in TERMINAL else TaskStatus.COMPLETED
+    done = status == TaskStatus.COMPLETED  # item and step spellings below, not task statuses
+    card = close_open_items(card, "completed" if done else "interrupted")
+    step_end = "completed" if done else "failed"
     steps = tuple(Step(s.title, step_end) if s.status == "inProgress" else s for s in card.steps)
     card = approvals.close_pending(card.evolve(steps=steps))
     if card.reasoningSummary is not None and card.reasoningSummary.status != "completed":
