@@ -60,6 +60,9 @@ if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loa
     from boss_agent.appserver.client import AppServer
     from boss_agent.sources.gateway import Gateway
 
+if TYPE_CHECKING:  # imported when the gateway is enabled: redis stays unloaded otherwise
+    from boss_agent.sources.gateway import Gateway
+
 logger = logging.getLogger(__name__)
 
 STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale
@@ -111,7 +114,7 @@ class Daemon:
         self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
         self.runs: RunRegistry | None = None  # every run of every source, made in the loop
-        self.supervisors: list[SourceSupervisor] = []
+        self.supervisors: list[SourceSupervisor[Any]] = []
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
@@ -255,19 +258,23 @@ class Daemon:
         return Gateway(self.config, self.runner, worker_id=worker_id,
                        max_concurrent=self.config.max_concurrent_tasks, runs=self.runs)
 
-    def _supervisors(self, identity: Identity | None, device_id: str) -> list[SourceSupervisor]:
+    def _supervisors(self, identity: Identity | None,
+                     device_id: str) -> list[SourceSupervisor[Any]]:
         """The Boss source when paired, the gateway when enabled."""
-        def started(source: TaskSource) -> None:  # the live instance, for status and reload
-            if isinstance(source, BossSource):
-                self.source = source
-            else:
-                self.gateway = source
+        # on_start keeps the live instance at hand, for status, heartbeats and reload.
+        def boss_started(source: BossSource) -> None:
+            self.source = source
 
-        sources = []
+        def gateway_started(source: Gateway) -> None:
+            self.gateway = source
+
+        sources: list[SourceSupervisor[Any]] = []
         if identity is not None:
-            sources.append(SourceSupervisor("boss", lambda: self._new_source(identity), started))
+            sources.append(SourceSupervisor("boss", lambda: self._new_source(identity),
+                                            boss_started))
         if self.config.gateway.enabled:
-            sources.append(SourceSupervisor("gateway", lambda: self._new_gateway(device_id), started))
+            sources.append(SourceSupervisor("gateway", lambda: self._new_gateway(device_id),
+                                            gateway_started))
         return sources
 
     @staticmethod

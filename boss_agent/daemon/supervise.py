@@ -35,15 +35,15 @@ class SourceEnded(Exception):
     """A source's ``run`` returned although only cancellation should end it."""
 
 
-class SourceSupervisor:
-    def __init__(self, name: str, make: Callable[[], TaskSource],
-                 on_start: Callable[[TaskSource], None] | None = None,
+class SourceSupervisor[S: TaskSource]:
+    def __init__(self, name: str, make: Callable[[], S],
+                 on_start: Callable[[S], None] | None = None,
                  policy: RestartPolicy | None = None) -> None:
         self.name = name
         self.make = make
         self.on_start = on_start
         self.policy = policy or RestartPolicy()
-        self.current: TaskSource | None = None
+        self.current: S | None = None
         self.restarts = 0
 
     async def run(self, ready: asyncio.Event) -> None:
@@ -75,7 +75,7 @@ class SourceSupervisor:
             raise
         raise SourceEnded(f"the {self.name} source stopped on its own")
 
-    async def _close_failed(self, source: TaskSource) -> None:
+    async def _close_failed(self, source: S) -> None:
         self.restarts += 1
         try:
             await source.close()

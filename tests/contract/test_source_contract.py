@@ -20,7 +20,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,10 +29,10 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from tests.conftest import RedisProcess
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
-from tests.support.runner import poll
 from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.daemon import WAIT_S, FaultProxy, make_config
 from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
+from tests.support.runner import poll
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
 

@@ -205,7 +205,7 @@ def with_status(record: dict[str, Any], status: str, **fields: Any) -> dict[str,
     status this lifecycle does not know (another SDK worker's) is not ours to judge.
     """
     old = record.get("status")
-    if old in ExecutionStatus.__members__.values():
+    if isinstance(old, str) and old in ExecutionStatus.__members__.values():
         EXECUTION.check(old, status)
     now = now_ms()
     record.update(fields)

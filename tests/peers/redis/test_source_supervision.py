@@ -22,7 +22,14 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
-from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
+from tests.support.gateway import (
+    AGENT,
+    ask,
+    read_events,
+    sdk_client,
+    sdk_redis,
+    wait_until,
+)
 
 pytestmark = pytest.mark.redis
 
