@@ -8,9 +8,9 @@ app-server. The scripted model is the witness on the far side: a turn interrupte
 the app-server closes its model stream (``stream_end == "peer_closed"``).
 
 The contract: a task from the source runs on codex and its result is delivered
-once; a cancel from the source interrupts the turn and ends the task ``cancelled``;
-a daemon shutdown interrupts a running turn on the app-server and ends the task
-``cancelled``.
+once; the same task delivered again while it runs is not run twice; a cancel from
+the source interrupts the turn and ends the task ``cancelled``; a daemon shutdown
+interrupts a running turn on the app-server and ends the task ``cancelled``.
 """
 
 from __future__ import annotations
@@ -26,12 +26,21 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
+from boss_agent.lifecycles import TERMINAL
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
-from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
+from tests.support.gateway import (
+    AGENT,
+    read_events,
+    record_of,
+    sdk_client,
+    sdk_redis,
+    wait_until,
+)
 from tests.support.runner import poll
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
@@ -39,7 +48,6 @@ pytestmark = [pytest.mark.codex, pytest.mark.redis]
 FAST = RetryPolicy.fast()
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
-TERMINAL = ("completed", "failed", "cancelled")
 
 
 @dataclass
@@ -62,6 +70,15 @@ class BossSide:
 
     async def cancel(self, key: str) -> None:
         self.cp.cancel_task(key)  # travels to the device in the next heartbeat answer
+
+    async def redeliver(self, key: str) -> None:
+        """The server hands the running task out again (a retried claim answer)."""
+        view = self.cp.task(key)
+        self.proxy.inject_claim([{**view["task"], "taskId": key, "attempt": view["attempt"]}])
+        await self.proxy.wait_for(lambda: not self.proxy.claim_injections)
+        handed = len(self.proxy.requests("/tasks/claim"))
+        # One claim at a time: the next claim recorded was sent after the answer was handled.
+        await self.proxy.wait_for(lambda: len(self.proxy.requests("/tasks/claim")) > handed)
 
     async def outcome(self, key: str) -> Outcome:
         await self.proxy.wait_for(lambda: self.cp.task(key)["status"] in TERMINAL, timeout=60)
@@ -88,6 +105,19 @@ class GatewaySide:
 
     async def cancel(self, key: str) -> None:
         assert (await self.client.cancel_task(key, SESSION, reason="user stop")).success
+
+    async def redeliver(self, key: str) -> None:
+        """The stream carries the running task's ASK again (a duplicate entry)."""
+        stream = keys.agent_type_stream(AGENT)
+        entries = await self.redis.xrange(stream)
+        ask = next(fields for _, fields in entries if key in fields["data"])
+        await self.redis.xadd(stream, ask)
+        # Read and acked (a skip), while the first entry stays pending until the task ends.
+        await wait_until(lambda: self._only_first_pending(stream))
+
+    async def _only_first_pending(self, stream: str) -> bool:
+        group = (await self.redis.xinfo_groups(stream))[0]
+        return group["lag"] == 0 and group["pending"] == 1
 
     async def outcome(self, key: str) -> Outcome:
         events = await read_events(self.redis, SESSION, key, timeout=60)
@@ -168,6 +198,17 @@ async def test_a_task_runs_on_codex_and_its_result_is_delivered_once(world: Worl
     assert (outcome.status, outcome.text) == ("completed", "Hello world!")
     assert outcome.deliveries == 1
     assert "say hello" in world.model.requests[0].input_texts()
+
+
+async def test_a_task_delivered_again_while_it_runs_runs_one_turn_and_reports_once(
+    world: World,
+) -> None:
+    key = await _hung_turn(world, "msg-twice")
+    await world.side.redeliver(key)
+    world.model.release()
+    outcome = await world.side.outcome(key)
+    assert (outcome.status, outcome.deliveries) == ("completed", 1)
+    assert len(world.model.requests) == 1  # one model request: the turn ran once
 
 
 async def test_a_cancel_from_the_source_interrupts_the_turn_and_ends_the_task_cancelled(
