@@ -60,9 +60,6 @@ if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loa
     from boss_agent.appserver.client import AppServer
     from boss_agent.sources.gateway import Gateway
 
-if TYPE_CHECKING:  # imported when the gateway is enabled: redis stays unloaded otherwise
-    from boss_agent.sources.gateway import Gateway
-
 logger = logging.getLogger(__name__)
 
 STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import get_args
 
 import pytest
 
@@ -17,6 +18,7 @@ from boss_agent.lifecycles import (
     ExecutionStatus,
     TaskStatus,
 )
+from boss_agent.tasks import Status
 
 TABLES = {lifecycle.name: lifecycle for lifecycle in LIFECYCLES}
 
@@ -57,3 +59,8 @@ def test_a_terminal_status_is_final_in_both_spellings() -> None:
 def test_an_illegal_transition_is_part_of_the_one_exception_tree() -> None:
     assert issubclass(IllegalTransition, BossAgentError)
     assert "completed" in str(IllegalTransition("task status", "completed", "running"))
+
+
+def test_the_typed_result_status_is_the_terminal_set() -> None:
+    # tasks.Status is the Literal mypy checks TaskResult.status against; it must not drift.
+    assert set(get_args(Status)) == set(TERMINAL)
