@@ -18,6 +18,10 @@ Ordering the registry takes care of:
   slots all wait for users could never read the answers that would free them.
 * **Idle.** ``wait_idle`` returns once no run is left; ``changed`` fires whenever a
   run ends or a slot is handed back, for sources that wait for room to claim more.
+* **A failing source.** Its runs outlive its loops for a moment: ``wind_down`` cancels
+  them (each runner interrupts its turn on the app-server, which may not be ours and
+  would otherwise go on) and waits a bounded time before the source's task group
+  cancels what is left.
 * **The runner-raised guard.** ``call_runner`` turns an exception from the runner
   (which promises not to raise) into a ``failed`` ``internal_error`` result, so one
   task fails and neither its source nor the daemon does.
@@ -26,6 +30,7 @@ Ordering the registry takes care of:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +43,8 @@ from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
 logger = logging.getLogger(__name__)
 
 CANCELLED = "cancelled"  # the reason of a cancel that gave none
+SOURCE_FAILED = "source_restart"  # the reason of a cancel because the task's source failed
+WIND_DOWN_S = 10.0  # a failing source's runners get this long to interrupt their turns
 
 Key = tuple[str, str]  # (source name, task id): ids of different sources never collide
 
@@ -176,6 +183,17 @@ class RunRegistry:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+    async def wind_down(self, source: str, reason: str, timeout_s: float) -> None:
+        """``source`` failed: cancel its runs and give them ``timeout_s`` to end."""
+        for run in self._runs.values():
+            if run.source == source:
+                run.request_cancel(reason)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self.count(source):
+                    self.changed.clear()
+                    await self.changed.wait()
 
     # ------------------------------------------------------------------ the runner
 

@@ -32,7 +32,7 @@ from boss_agent.sources.boss.heartbeat import (
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import SOURCE, TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
-from boss_agent.sources.inflight import RunRegistry
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
@@ -115,15 +115,24 @@ class BossSource:
     # ----------------------------------------------------------------- loops
 
     async def run(self, ready: asyncio.Event) -> None:
-        """Serve until cancelled (the ``TaskSource`` contract): loops and runs in one group."""
-        async with asyncio.TaskGroup() as tg:
-            self.start(tg)
-            ready.set()
+        """Serve until cancelled (the ``TaskSource`` contract).
 
-    def start(self, tg: asyncio.TaskGroup) -> None:
-        """Recover a dead daemon's tasks, then start every loop in ``tg``."""
+        The task runs live in a group of their own, so a loop that fails can interrupt
+        their turns (``wind_down``) before anything cancels them.
+        """
+        async with asyncio.TaskGroup() as runs:
+            try:
+                async with asyncio.TaskGroup() as loops:
+                    self.start(loops, runs)
+                    ready.set()
+            except Exception:
+                await self.runs.registry.wind_down(SOURCE, SOURCE_FAILED, WIND_DOWN_S)
+                raise
+
+    def start(self, tg: asyncio.TaskGroup, runs: asyncio.TaskGroup | None = None) -> None:
+        """Recover a dead daemon's tasks, then start every loop in ``tg`` (runs in ``runs``)."""
         self.journal.recover(self.spool)
-        self._claim = tg.create_task(self._claim_loop(tg), name="boss claim")
+        self._claim = tg.create_task(self._claim_loop(runs or tg), name="boss claim")
         self._loops = [
             self._claim,
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),

@@ -68,7 +68,7 @@ from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.timing import GatewayTiming
-from boss_agent.sources.inflight import RunRegistry
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
@@ -160,8 +160,22 @@ class Gateway:
             await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
+            # The task runs live in a group of their own, so a loop that fails can
+            # interrupt their turns (wind_down) before anything cancels them.
+            async with asyncio.TaskGroup() as runs:
+                self._tg = runs
+                await self._serve(presence, ready)
+        except BaseExceptionGroup as group:
+            if self._fatal is not None:
+                raise self._fatal from None
+            raise GatewayError("a gateway loop failed") from group
+        finally:
+            self._ready = False
+            await self._release(presence)
+
+    async def _serve(self, presence: WorkerPresence, ready: asyncio.Event | None) -> None:
+        try:
             async with asyncio.TaskGroup() as tg:
-                self._tg = tg
                 tg.create_task(self._heartbeat_loop(presence))
                 tg.create_task(self._recover_own_pending())
                 if self._accepting:
@@ -172,13 +186,10 @@ class Gateway:
                 logger.info("gateway worker %s serving %s", self.worker_id, ", ".join(self.agent_types))
                 if ready is not None:
                     ready.set()
-        except BaseExceptionGroup as group:
-            if self._fatal is not None:
-                raise self._fatal from None
-            raise GatewayError("a gateway loop failed") from group
-        finally:
+        except Exception:
             self._ready = False
-            await self._release(presence)
+            await self.runs.wind_down(SOURCE, SOURCE_FAILED, WIND_DOWN_S)
+            raise
 
     # --- start and stop ---------------------------------------------------------------
     async def _ensure_groups(self) -> None:
