@@ -13,7 +13,7 @@ Shutdown follows uvicorn (``lifecycle.ShutdownController``) and is one loop over
 the sources and one registry: SIGTERM/SIGINT stops every source taking work;
 running tasks get ``grace_period_s`` to finish; then ``force_cancel`` sets every
 run's cancel event, Boss or gateway alike (the runner interrupts the turn on the
-app-server, kills its processes and reports ``cancelled``); runs that ignore it
+app-server, ends its commands and reports ``cancelled``); runs that ignore it
 are cancelled outright and reported ``cancelled``. Then each source closes: the
 Boss spool gets one bounded delivery attempt; the rest waits for the next start.
 
