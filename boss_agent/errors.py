@@ -29,6 +29,8 @@ that meets them, and chained with ``raise ... from exc``.
     │   ├── DuplicateWorker         another process holds this worker id's lease
     │   └── BadCommand              a stream entry that is not a valid command (poison)
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
+    ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
+    │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
     └── ControlPlaneError           the embedded control plane refuses a request
                                     (``status``, ``code``: the HTTP error it answers)
 
@@ -204,6 +206,16 @@ class BadCommand(GatewayError):
 
 class ServiceError(BossAgentError):
     """Installing or removing the system service failed (a file or a manager command)."""
+
+
+class IllegalTransition(BossAgentError):
+    """A status moved where its lifecycle's transition table has no move: a bug, loudly."""
+
+    def __init__(self, lifecycle: str, old: str, new: str) -> None:
+        self.lifecycle = lifecycle
+        self.old = old
+        self.new = new
+        super().__init__(f"{lifecycle}: no move from {old!r} to {new!r}")
 
 
 class ControlPlaneError(BossAgentError):

@@ -24,6 +24,7 @@ from boss_agent.cli.support import (
     render_pairs,
 )
 from boss_agent.errors import ConfigError
+from boss_agent.lifecycles import TaskStatus
 
 app = typer.Typer(
     name="boss-agent",
@@ -195,7 +196,7 @@ def task(
     task_id, final = guarded(lambda: asyncio.run(go()))
     if not follow:
         typer.echo(task_id)
-    elif final != "completed":
+    elif final != TaskStatus.COMPLETED:
         raise typer.Exit(1)
 
 

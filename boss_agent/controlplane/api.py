@@ -28,6 +28,7 @@ from boss_agent.controlplane.wire import (
     wait_seconds,
 )
 from boss_agent.errors import ControlPlaneError
+from boss_agent.lifecycles import TERMINAL, TaskStatus
 
 # Loopback heartbeats are cheap, and a cancel of a task that waits on an approval reaches
 # the device only through them (the approval poll carries no cancel): 5 s, not 15.
@@ -35,7 +36,7 @@ HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_CLAIM_WAIT_MS = 25_000
 DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
-STATUSES = ("completed", "failed", "cancelled")
+STATUSES = tuple(s.value for s in TaskStatus if s in TERMINAL)  # what `complete` may say
 BACKENDS = ("app_server", "exec", "cua")
 APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput", "elicitation")
 ELICITATION_MODES = ("form", "url")

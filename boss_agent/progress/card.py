@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
+from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.redact import (
     ENVELOPE_TAGS,
     sanitize_text,
@@ -38,7 +39,6 @@ ANSWER_KEEP_CHARS = 32_768
 ANSWER_KEPT_AFTER_CUT = 24_576  # still above resultText's 20,000 chars; cuts come every ~8 KiB
 LINE_REACH = 2_048  # how far back the preview looks for a line start before a word start will do
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
 def key_of(value: object) -> int | None:
@@ -252,6 +252,8 @@ class Card:
 
     def evolve(self, **changes: Any) -> Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
+        if "status" in changes and changes["status"] != self.status:
+            TASK.check(self.status, changes["status"])  # an impossible card is a bug: raise
         new = object.__new__(Card)
         new.__dict__.update(self.__dict__)
         new.__dict__.update(changes)
@@ -388,12 +390,9 @@ def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
 
 
-FINISHED = ("completed", "failed", "cancelled")
-
-
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
-    if card.answer and card.answer != card.final_text and card.status not in FINISHED:
+    if card.answer and card.answer != card.final_text and card.status not in TERMINAL:
         text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None

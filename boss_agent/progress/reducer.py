@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.lifecycles import NOT_YET_RUNNING, TaskStatus
 from boss_agent.progress import boss_events
 
 from boss_agent.progress import approval_card as approvals
@@ -41,7 +42,7 @@ _STEP_STATUS = {"in_progress": "inProgress", "inProgress": "inProgress", "pendin
 
 def turn_started(card: Card, params: Mapping[str, Any]) -> Card:
     turn = params.get("turn") or {}
-    status = "running" if card.status in ("queued", "waitingApproval", "waitingInput") else card.status
+    status = TaskStatus.RUNNING if card.status in NOT_YET_RUNNING else card.status
     base = _fold_diff(card)
     return card.evolve(status=status, turn_key=key_of(turn.get("id")), diff_base=base,
                        startedAt=card.startedAt or card.updatedAt)
