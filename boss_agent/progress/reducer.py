@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.errors import IllegalTransition
 from boss_agent.lifecycles import NOT_YET_RUNNING, TaskStatus
 from boss_agent.progress import boss_events
 
@@ -295,6 +296,12 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         return _dispatch(card, method, message, params)
     except (AttributeError, TypeError, ValueError, KeyError, IndexError):
         # A shape codex did not promise: that one message is dropped, never the card.
+        return _unknown(card, None)
+    except IllegalTransition:
+        if method.startswith("boss/"):
+            raise  # the runner's own event moved the task where it cannot go: a bug, loudly
+        # Codex's messages arrive in codex's order (a late request after the turn ended):
+        # one that would move the task backwards is dropped, never the card.
         return _unknown(card, None)
 
 
