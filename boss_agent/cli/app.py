@@ -153,6 +153,8 @@ def up(
     demo: Annotated[bool, typer.Option("--demo", help="use the built-in demo model (no OpenAI account)")] = False,
     host: Annotated[str, typer.Option("--host", help="loopback address for the web page")] = "127.0.0.1",
     port: Annotated[int | None, typer.Option("--port", help="web page port (0: a free one)")] = None,
+    rotate_secret: Annotated[bool, typer.Option(
+        "--rotate-secret", help="new page secret: every open page session and printed URL stops working")] = False,
 ) -> None:
     """The local control plane and the daemon, paired, in one command."""
     from boss_agent.logs import setup_logging
@@ -166,7 +168,7 @@ def up(
         config = build_config()
         setup_logging(config.log_level, config.state_dir / "logs")
         asyncio.run(run_up(config, demo=demo, host=host, port=DEFAULT_PORT if port is None else port,
-                           on_ready=ready))
+                           on_ready=ready, rotate_secret=rotate_secret))
 
     guarded(start)
 
@@ -204,6 +206,8 @@ def devserver(
     host: Annotated[str, typer.Option("--host", help="loopback address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="0 picks a free port")] = 0,
     db: Annotated[Path | None, typer.Option("--db", help="SQLite file")] = None,
+    rotate_secret: Annotated[bool, typer.Option(
+        "--rotate-secret", help="new page secret: every open page session and printed URL stops working")] = False,
 ) -> None:
     """Only the local control plane (no daemon)."""
     from boss_agent.controlplane import serve
@@ -215,7 +219,7 @@ def devserver(
         def ready(plane: Any) -> None:
             typer.echo(f"boss-agent control plane: {plane.page_url}")
 
-        asyncio.run(serve(path, host, port, ready=ready))
+        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret))
 
     guarded(run)
 

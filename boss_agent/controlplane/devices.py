@@ -28,7 +28,8 @@ HEARTBEAT_KEYS = ("agentVersion", "state", "runningTaskIds", "maxConcurrentTasks
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    # surrogatepass: a header's undecodable bytes arrive surrogate-escaped, and must not raise.
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def normalize_code(code: str) -> str:

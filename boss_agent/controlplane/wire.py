@@ -54,7 +54,7 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object, or a 400 ``invalid_json``."""
     try:
         body = json.loads(await request.read())
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder's stack
         raise bad_request("the body is not valid JSON", "invalid_json") from None
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object", "invalid_json")
