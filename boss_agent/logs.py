@@ -13,9 +13,11 @@ import logging
 import os
 import sys
 import time
+from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from boss_agent.identity import owner_only, private_dir
 from boss_agent.redact import sanitize_text
 
 LOG_FILE_BYTES = 5 * 1024 * 1024  # one rotated file; five of them bound the disk use
@@ -40,6 +42,14 @@ class RedactingFilter(logging.Filter):
             )
             record.exc_info = None
         return True
+
+
+class OwnerOnlyFileHandler(RotatingFileHandler):
+    """A rotating log file whose every new file (after each rollover too) is 0600."""
+
+    def _open(self) -> TextIOWrapper:
+        with owner_only():
+            return super()._open()
 
 
 class JsonFormatter(logging.Formatter):
@@ -81,11 +91,12 @@ def setup_logging(level: str = "info", log_dir: Path | None = None, json_lines: 
     )
     handlers: list[logging.Handler] = [stream]
     if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        file_handler = RotatingFileHandler(
-            log_dir / "boss-agent.log", maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS,
-            encoding="utf-8",
-        )
+        private_dir(log_dir)
+        with owner_only():
+            file_handler = OwnerOnlyFileHandler(
+                log_dir / "boss-agent.log", maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS,
+                encoding="utf-8",
+            )
         file_handler.setFormatter(JsonFormatter())
         handlers.append(file_handler)
     for handler in handlers:

@@ -37,6 +37,7 @@ from boss_agent.controlplane.security import (
 )
 from boss_agent.controlplane.wire import error_middleware
 from boss_agent.errors import ConfigError, ControlPlaneError
+from boss_agent.identity import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -144,9 +145,7 @@ class ControlPlane:
             self._core.close()
 
     def _write_url_file(self) -> None:
-        path = self.db_path.parent / URL_FILE
-        path.write_text(self.url + "\n", encoding="utf-8")
-        path.chmod(0o600)
+        write_atomic(self.db_path.parent / URL_FILE, (self.url + "\n").encode())
 
     async def _sweep_leases(self, core: Core) -> None:
         interval = min(SWEEP_MAX_S, max(SWEEP_MIN_S, self.lease_s / 4))
