@@ -145,16 +145,6 @@ def host_is_loopback(host: str | None) -> bool:
     return address.is_loopback and (match["v6"] is None) == (address.version == 4)
 
 
-def address_is_loopback(host: str) -> bool:
-    """For the address to listen on (``--host``): ``localhost`` or a loopback IP, bare."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def origin_allowed(request: web.Request) -> bool:
     origin = request.headers.get("Origin")
     if origin is None:

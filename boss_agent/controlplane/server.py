@@ -31,11 +31,11 @@ from boss_agent.controlplane.security import (
     URL_FILE,
     Doors,
     add_security_headers,
-    address_is_loopback,
     load_or_create_secret,
     security_middleware,
 )
 from boss_agent.controlplane.wire import error_middleware
+from boss_agent.config import address_is_loopback
 from boss_agent.errors import ConfigError, ControlPlaneError
 from boss_agent.identity import write_atomic
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent import __version__
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config, check_server_url, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity
 from boss_agent.daemon.lifecycle import (
@@ -182,6 +182,7 @@ class Daemon:
         identity = load_identity(state_dir)
         if identity is None:
             raise StateError("this device is not paired: run `boss-agent pair CODE --server URL`")
+        check_server_url(identity.server_url, self.config.allow_insecure_http)
         with InstanceLock(state_dir), self.shutdown:
             try:
                 async with contextlib.AsyncExitStack() as stack:
