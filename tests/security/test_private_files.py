@@ -17,7 +17,7 @@ import pytest
 
 from boss_agent.controlplane.db import Database
 from boss_agent.identity import ensure_state_dir
-from boss_agent.logs import setup_logging
+from boss_agent.logs import remove_handlers, setup_logging
 
 
 @pytest.fixture(autouse=True)
@@ -80,4 +80,4 @@ def test_the_log_file_is_owner_only(tmp_path: Path):
         logging.getLogger("boss_agent.test").info("a line")
         assert mode(log_dir / "boss-agent.log") == 0o600 and mode(log_dir) == 0o700
     finally:
-        setup_logging("info", None, json_lines=True)
+        remove_handlers()
