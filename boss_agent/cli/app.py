@@ -104,9 +104,21 @@ def capabilities(
     emit(guarded(collect), as_json, lambda data: render(data, typer.echo))
 
 
+def read_pairing_code() -> str:
+    """The code from a prompt (a terminal) or one line of stdin: an argument would show in ``ps``."""
+    if sys.stdin.isatty():
+        text = typer.prompt("Pairing code", err=True)
+    else:
+        text = sys.stdin.readline()
+    if not text.strip():
+        raise ConfigError("no pairing code: type it at the prompt or pipe it on stdin")
+    return text.strip()
+
+
 @app.command()
 def pair(
-    code: Annotated[str, typer.Argument(help="the pairing code shown in the Boss app")],
+    code: Annotated[str | None, typer.Argument(
+        help="the pairing code shown in the Boss app (omit it to be asked: an argument shows in `ps`)")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
@@ -117,7 +129,7 @@ def pair(
         config = build_config(**{"server.url": server})
         if not config.server_url:
             raise ConfigError("no server: pass --server URL or set server.url")
-        identity = asyncio.run(pair_device(config.state_dir, config.server_url, code,
+        identity = asyncio.run(pair_device(config.state_dir, config.server_url, code or read_pairing_code(),
                                            device_name=name))
         return identity.device_id
 

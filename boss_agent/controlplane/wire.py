@@ -39,7 +39,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ControlPlaneError as exc:
-        return error_response(exc.status, exc.code, exc.message)
+        response = error_response(exc.status, exc.code, exc.message)
+        if exc.retry_after_s is not None:
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise  # redirects are answers, not errors
