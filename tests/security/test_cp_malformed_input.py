@@ -12,10 +12,10 @@ import logging
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("tests.controlplane_support")
-from tests.controlplane_support import error_code, pair
+pytest.register_assert_rewrite("tests.support.controlplane")
+from tests.support.controlplane import error_code, pair
 
-pytest_plugins = ("tests.controlplane_support",)
+pytest_plugins = ("tests.support.controlplane",)
 
 NESTING = 200_000  # far beyond the JSON decoder's recursion limit
 

@@ -16,16 +16,16 @@ import httpx
 import pytest
 from aiohttp import web
 
-pytest.register_assert_rewrite("tests.controlplane_support")
-from tests.controlplane_support import EVENT_TIMEOUT_S, error_code
-from tests.test_cli import run_cli
-from tests.webdriver import chromium
+pytest.register_assert_rewrite("tests.support.controlplane")
+from tests.support.controlplane import EVENT_TIMEOUT_S, error_code
+from tests.unit.test_cli import run_cli
+from tests.support.webdriver import chromium
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.security import secret_path; SESSION_TTL_S = 86400
 from boss_agent.errors import ConfigError
 
-pytest_plugins = ("tests.controlplane_support",)
+pytest_plugins = ("tests.support.controlplane",)
 
 
 async def open_session(plane: ControlPlane) -> tuple[str, str]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("tests.controlplane_support")
-from tests.controlplane_support import error_code
+pytest.register_assert_rewrite("tests.support.controlplane")
+from tests.support.controlplane import error_code
 
 from boss_agent.appserver import auth
 from boss_agent.config import load_config
@@ -24,7 +24,7 @@ from boss_agent.controlplane.devices import MAX_FAILED_PAIRINGS
 from boss_agent.errors import AppServerUnavailable
 from boss_agent.identity import load_identity
 
-pytest_plugins = ("tests.controlplane_support",)
+pytest_plugins = ("tests.support.controlplane",)
 
 REPO = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
@@ -145,7 +145,7 @@ async def test_the_ws_listener_lets_codex_pick_its_port_so_a_squatter_gets_nothi
     from boss_agent.appserver import connect
     from boss_agent.appserver.client import AppServer
     from boss_agent.demo import scripted_model as sm
-    from tests.test_appserver_transports import codex_settings, run_turn
+    from tests.peers.codex.test_appserver_transports import codex_settings, run_turn
 
     monkeypatch.setattr(connect, "free_loopback_port", lambda: squatter.port, raising=False)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))

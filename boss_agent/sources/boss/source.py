@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from boss_agent import __version__
+from boss_agent.aio import race
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
 from boss_agent.daemon.slots import Slots
@@ -116,7 +118,7 @@ class BossSource:
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
             tg.create_task(self.flusher.run(self.authorized), name="boss spool"),
             tg.create_task(self._repair_watch(), name="boss pairing watch"),
-            tg.create_task(watch_clock(self.on_resume, **({"wall": self.clock} if self.clock else {})),
+            tg.create_task(watch_clock(self.on_resume, wall=self.clock or time.time),
                            name="clock watch"),
         ]
 
@@ -144,11 +146,7 @@ class BossSource:
     async def _slot_freed(self) -> None:
         """Until one of our runs ends or the shared budget frees a slot (the gateway's)."""
         self.runs.changed.clear()
-        async with asyncio.TaskGroup() as tg:
-            waits = [tg.create_task(self.runs.changed.wait()), tg.create_task(self.runs.slots.wait_free())]
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for job in waits:
-                job.cancel()
+        await race(self.runs.changed.wait(), self.runs.slots.wait_free())
 
     async def _repair_watch(self) -> None:
         while True:
