@@ -7,7 +7,6 @@ approval appears and stdin is a terminal, the user can answer it right here.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,20 +15,12 @@ from rich.console import Console
 from rich.live import Live
 
 from boss_agent.controlplane import LocalClient
+from boss_agent.cli import approval_prompt
 from boss_agent.cli.terminal_card import render_card
-
-PROMPT_DECISIONS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline"}
-
 
 def controlplane_dir(state_dir: Path) -> Path:
     """Where `up` and `devserver` keep the local control plane's database and secret."""
     return state_dir / "controlplane"
-
-
-async def _ask(client: LocalClient, task_id: str, approval: dict[str, Any], console: Console) -> None:
-    question = f"Approve: {approval.get('summary', 'a request')} [y/n] "
-    answer = (await asyncio.to_thread(console.input, question)).strip().lower()
-    await client.decide(task_id, approval["approvalId"], PROMPT_DECISIONS.get(answer, "decline"))
 
 
 async def submit_and_follow(client: LocalClient, prompt: str, fields: dict[str, Any], *, follow: bool,
@@ -50,6 +41,6 @@ async def submit_and_follow(client: LocalClient, prompt: str, fields: dict[str, 
             for approval in pending if interactive else []:
                 asked.add(approval["approvalId"])
                 live.stop()
-                await _ask(client, task_id, approval, console)
+                await approval_prompt.ask(client, task_id, approval, console)
                 live.start()
     return task_id, status

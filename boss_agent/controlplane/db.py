@@ -69,6 +69,12 @@ CREATE TABLE IF NOT EXISTS approvals (
     PRIMARY KEY (task_id, approval_id)
 );
 """
+# Columns added after the first release: (table, column, definition). A database made by
+# an older version gets them on open; CREATE TABLE IF NOT EXISTS would not add them.
+COLUMNS = (
+    ("approvals", "archived", "INTEGER NOT NULL DEFAULT 0"),  # an earlier attempt's approval
+    ("approvals", "withdraw_reason", "TEXT"),
+)
 
 
 def iso(ts: float | None) -> str | None:
@@ -106,6 +112,13 @@ class Database:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.executescript(SCHEMA)
+            self._add_columns()
+
+    def _add_columns(self) -> None:
+        for table, column, definition in COLUMNS:
+            names = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in names:
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     def close(self) -> None:
         self.conn.close()

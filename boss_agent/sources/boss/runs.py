@@ -55,6 +55,9 @@ class BossTaskSink:
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
 
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        await self.approvals.withdraw(self.task, approval_id, reason)
+
 
 def usable_task_id(raw: Any) -> str | None:
     task_id = raw.get("taskId") if isinstance(raw, dict) else None
