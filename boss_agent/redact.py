@@ -6,8 +6,9 @@ and escaped JSON, cookies), rewrites absolute paths to workdir-relative or
 ``~``-relative form, drops Codex envelope fragments, and bounds the length. Before any
 pattern runs, the text is normalised: control, format (Unicode ``Cf``) and other
 invisible characters are dropped and compatibility forms folded (NFKC), so a secret
-broken up by a soft hyphen or written in full-width letters is still recognised. The card, log lines, error messages and gateway
-events all call ``sanitize_text``; nothing else masks.
+broken up by a soft hyphen or written in full-width letters is still recognised. The
+card, log lines, error messages and gateway events all call ``sanitize_text``; nothing
+else masks.
 
 It is a safety net on top of the card's allow-list, not a replacement for it:
 command text, output, diffs and prompts never reach this function in the first place.

@@ -107,7 +107,7 @@ def capabilities(
 def read_pairing_code() -> str:
     """The code from a prompt (a terminal) or one line of stdin: an argument would show in ``ps``."""
     if sys.stdin.isatty():
-        text = typer.prompt("Pairing code", err=True)
+        text = str(typer.prompt("Pairing code", err=True))
     else:
         text = sys.stdin.readline()
     if not text.strip():

@@ -16,16 +16,16 @@ import httpx
 import pytest
 from aiohttp import web
 
-pytest.register_assert_rewrite("tests.support.controlplane")
-from tests.support.controlplane import EVENT_TIMEOUT_S, error_code
-from tests.unit.test_cli import run_cli
-from tests.support.webdriver import chromium
-
 from boss_agent.controlplane import ControlPlane
-from boss_agent.controlplane.security import secret_path; SESSION_TTL_S = 86400
+from boss_agent.controlplane.security import SESSION_TTL_S, secret_path
 from boss_agent.errors import ConfigError
+from tests.support.webdriver import chromium
+from tests.unit.test_cli import run_cli
 
-pytest_plugins = ("tests.support.controlplane",)
+pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
+from tests.support.controlplane import EVENT_TIMEOUT_S, error_code  # noqa: E402
+
+pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, clock, db_path
 
 
 async def open_session(plane: ControlPlane) -> tuple[str, str]:

@@ -15,16 +15,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")
-from tests.support.controlplane import error_code
-
 from boss_agent.appserver import auth
 from boss_agent.config import load_config
 from boss_agent.controlplane.devices import MAX_FAILED_PAIRINGS
 from boss_agent.errors import AppServerUnavailable
 from boss_agent.identity import load_identity
 
-pytest_plugins = ("tests.support.controlplane",)
+pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
+from tests.support.controlplane import error_code  # noqa: E402
+
+pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, clock
 
 REPO = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
