@@ -221,8 +221,9 @@ class IllegalTransition(BossAgentError):
 class ControlPlaneError(BossAgentError):
     """The embedded control plane refuses a request; carries its HTTP status and code."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, *, retry_after_s: int | None = None) -> None:
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s  # sent as Retry-After (a 429 says when to try again)
         super().__init__(f"{code}: {message}")

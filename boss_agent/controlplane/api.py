@@ -66,7 +66,7 @@ async def pair(request: web.Request) -> web.Response:
     code = need_str(body, "pairingCode", limit=64)
     for key in ("deviceName", "hostname", "platform", "arch", "agentVersion"):
         need_str(body, key, optional=True, limit=256)
-    device_id, token = request.app[CORE_KEY].pair(code, body)
+    device_id, token = request.app[CORE_KEY].pair(code, body, request.remote or "")
     return web.json_response(
         {"deviceId": device_id, "deviceToken": token, "heartbeatIntervalMs": HEARTBEAT_INTERVAL_MS}, status=201
     )

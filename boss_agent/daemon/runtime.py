@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
 from boss_agent.aio import race
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config, check_server_url, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
@@ -217,6 +217,8 @@ class Daemon:
         if identity is None and not gateway_only:
             raise StateError("this device is not paired: run `boss-agent pair CODE --server URL` "
                              "(or enable the gateway without server.url for a Redis-only device)")
+        if identity is not None:
+            check_server_url(identity.server_url, self.config.allow_insecure_http)
         with InstanceLock(state_dir), self.shutdown:
             try:
                 async with contextlib.AsyncExitStack() as stack:

@@ -156,7 +156,7 @@ def test_remote_control_and_realtime_keep_only_states_and_counts() -> None:
                note("thread/realtime/closed", threadId="T", reason="done"))
     out = card.to_dict()
     assert out["remoteControl"] == {"status": "connected"}
-    assert out["realtime"] == {"state": "closed", "transcriptPreview": "x" * 200, "transcriptChunks": 1,
+    assert out["realtime"] == {"state": "closed", "transcriptPreview": "…" + "x" * 199, "transcriptChunks": 1,
                                "audioChunks": 1, "closeReason": "done", "error": None}
     assert "CANARY" not in json.dumps(out) and "inst-123" not in json.dumps(out)
 
