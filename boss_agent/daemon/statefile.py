@@ -46,7 +46,7 @@ STATE_KEYS: Mapping[str, str] = {
     "spooled_reports": "completion reports waiting in the spool (a count)",
     "last_heartbeat_at": "when the last heartbeat was sent",
     "last_heartbeat_result": "ok, or a short sanitized error",
-    "state": "starting, running, stopping",
+    "state": "starting, waiting for pairing, running, stopping",
     "gateway_worker_id": "the Redis gateway's worker id (when the gateway is enabled)",
     "gateway_connected": "true while Redis answers the gateway",
     "gateway_group": "the consumer group the gateway reads with",

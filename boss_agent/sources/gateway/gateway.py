@@ -297,12 +297,17 @@ class Gateway:
 
     # --- dispatch ---------------------------------------------------------------------
     async def _dispatch(self, entry: Entry, fields: Any, *, slot_held: bool) -> None:
+        # Nothing an entry holds may escape from here: an exception would end the loop
+        # that read it, the gateway, and with it the daemon -- at every restart, since
+        # the entry stays pending. Any failure to parse is poison, acked and counted.
         try:
             command = wire.parse_command(fields or {})
-        except BadCommand as exc:
+        except Exception as exc:  # noqa: BLE001 - see above
             if slot_held:
                 self.shared.slots.release()
-            await self._guard(self._poison(entry, exc))
+            bad = exc if isinstance(exc, BadCommand) else BadCommand(
+                f"unparsable entry ({type(exc).__name__})")
+            await self._guard(self._poison(entry, bad))
             return
         if isinstance(command, wire.Ask):
             assert self._tg is not None
@@ -337,11 +342,14 @@ class Gateway:
         self.shared.stats["poison"] += 1
         logger.warning("poison entry on %s acked as failed: %s", entry.stream, exc)
         header = exc.header if isinstance(exc.header, wire.Header) else None
-        if header is None:
-            await self.shared.ack(entry)
-            return
-        await Reporter(self.shared, header, entry).finish("FAILED", code="invalid_command",
-                                                          message=str(exc))
+        if header is not None:
+            try:
+                await Reporter(self.shared, header, entry).finish(
+                    "FAILED", code="invalid_command", message=str(exc))
+                return
+            except Exception:  # noqa: BLE001 - a header that cannot be reported on: just ack
+                logger.warning("could not report the poison entry as failed; acking it")
+        await self.shared.ack(entry)
 
     async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
         message_id = ask.header.message_id
@@ -378,6 +386,10 @@ class Gateway:
             except TaskRejected as exc:
                 self.shared.stats["rejected"] += 1
                 await reporter.finish("FAILED", code=exc.code, message=str(exc))
+                return None
+            except Exception as exc:  # noqa: BLE001 - any other failure: poison, see _dispatch
+                await self._poison(entry, BadCommand(f"unusable task ({type(exc).__name__})",
+                                                     ask.header))
                 return None
             local = self.runs.get(SOURCE, ask.header.message_id) is not None
             verdict, record = await classify_start(self.shared, ask.header, local)
