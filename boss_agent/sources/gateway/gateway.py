@@ -76,7 +76,8 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0  # a Redis that does not accept a connection in 5 s is down
 SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus slack is a hang
 CONTROL_BATCH = 16  # control commands are small and quick; read several at once
-RECOVER_BATCH = 100  # own pending entries read per round at start
+RECOVER_BATCH = 100  # pending entries read per page (own at start, others' in reclaim)
+RECLAIM_PAGES = 10  # pages a reclaim round looks at per stream; the cursor resumes next round
 RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stopping daemon
 
 
@@ -107,6 +108,7 @@ class Gateway:
         self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
+        self._reclaim_cursor: dict[str, str] = {}  # stream -> where the next reclaim page starts
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
                                                config.projects, self._agent_streams)
@@ -281,14 +283,32 @@ class Gateway:
                 await self.shared.policy.call("reclaim", self._reclaim, stream)
 
     async def _reclaim(self, stream: str) -> None:
-        idle = self.timing.reclaim_idle_ms
-        pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
-            stream, self.group, min="-", max="+", count=RECOVER_BATCH, idle=idle))
-        owners = {p["consumer"].decode() for p in pending} - {self.worker_id}
-        dead = {o for o in owners if not await self.redis.exists(keys.worker_lease(o))}
-        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
+        """Look at up to RECLAIM_PAGES pages of pending entries, resuming where the last
+        round stopped and wrapping at the end: bounded work per round, yet every entry
+        is seen, however many long-running tasks of live workers come before it."""
+        alive: dict[str, bool] = {}
+        for _ in range(RECLAIM_PAGES):
+            start = self._reclaim_cursor.get(stream, "-")
+            pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
+                stream, self.group, min=start, max="+", count=RECOVER_BATCH,
+                idle=self.timing.reclaim_idle_ms))
+            if len(pending) < RECOVER_BATCH:
+                self._reclaim_cursor[stream] = "-"  # the end: the next round starts over
+            else:  # exclusive start: the next page begins after the last one seen
+                self._reclaim_cursor[stream] = "(" + pending[-1]["message_id"].decode()
+            await self._claim_dead(stream, pending, alive)
+            if len(pending) < RECOVER_BATCH:
+                return
+
+    async def _claim_dead(self, stream: str, pending: list[keys.PendingEntry],
+                          alive: dict[str, bool]) -> None:
+        for owner in {p["consumer"].decode() for p in pending} - {self.worker_id} - set(alive):
+            alive[owner] = bool(await self.redis.exists(keys.worker_lease(owner)))
+        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode()
+                                != self.worker_id and not alive[p["consumer"].decode()]]
         if not ids:
             return
+        idle = self.timing.reclaim_idle_ms
         claimed = cast(keys.ClaimReply, await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids))
         for eid, fields in claimed:
             self.shared.stats["reclaimed"] += 1
