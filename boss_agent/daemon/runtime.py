@@ -189,6 +189,7 @@ class Daemon:
                 "server_url": source.identity.server_url, "device_id": source.identity.device_id,
                 "running_task_ids": source.runs.running_ids(),
                 "spooled_reports": len(source.spool),
+                "spool_degraded": source.spool_degraded,
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
