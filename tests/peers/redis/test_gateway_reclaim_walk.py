@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from boss_agent.sources.gateway import keys
-from tests.test_gateway_reliability import GROUP, STREAM, _raw_ask
-from tests.test_gateway_support import ScriptRunner, record_of, running_gateway, sdk_redis, wait_until
+from tests.peers.redis.test_gateway_reliability import GROUP, STREAM, _raw_ask
+from tests.support.gateway import ScriptRunner, record_of, running_gateway, sdk_redis, wait_until
 
 pytestmark = pytest.mark.redis
 BUSY = 130  # more than one XPENDING page of a live worker's entries, oldest first

@@ -20,9 +20,9 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR, record_name
-from tests.daemon_support import FaultProxy, StubRunner, make_config
-from tests.test_daemon_boss import FAST, finished, running, spool_empty
-from tests.test_gateway_support import wait_until
+from tests.support.daemon import FaultProxy, StubRunner, make_config
+from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
+from tests.support.gateway import wait_until
 
 DISK_SIZE = "256k"  # room for the identity and the state file, little else
 

@@ -18,8 +18,8 @@ from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import wire
-from tests.daemon_support import WAIT_S, StubRunner, make_config
-from tests.test_gateway_support import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
+from tests.support.daemon import WAIT_S, StubRunner, make_config
+from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
 
 pytestmark = pytest.mark.redis
 STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
