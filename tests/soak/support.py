@@ -30,8 +30,9 @@ EXIT_S = 30.0  # a SIGTERMed daemon with nothing running stops in about a second
 class TurnCounter:
     """A scripted-model responder that answers each task and counts its turns."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay_s: float = 0.0) -> None:
         self.turns: Counter[str] = Counter()
+        self.delay_s = delay_s  # between streamed events: turns long enough to be hit by a kill
         self._lock = threading.Lock()
 
     def __call__(self, request: sm.RecordedRequest) -> sm.Response:
@@ -39,7 +40,7 @@ class TurnCounter:
         tag = tags[-1] if tags else "untagged"
         with self._lock:
             self.turns[tag] += 1
-        return sm.text_reply(f"done {tag}")
+        return sm.turn(sm.message(f"done {tag}"), delay_s=self.delay_s)
 
     def rerun(self) -> list[str]:
         with self._lock:
@@ -64,7 +65,7 @@ class DaemonProcess:
 
     def start(self) -> None:
         log = (self.root / "daemon.log").open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "boss_agent", "run"], cwd=REPO,
+        self.proc = subprocess.Popen([sys.executable, "-m", "boss_agent", "--debug", "run"], cwd=REPO,
                                      env=self.env, stdout=log, stderr=log)
         self.starts += 1
 

@@ -78,6 +78,7 @@ SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus s
 CONTROL_BATCH = 16  # control commands are small and quick; read several at once
 RECOVER_BATCH = 100  # pending entries read per page (own at start, others' in reclaim)
 RECLAIM_PAGES = 10  # pages a reclaim round looks at per stream; the cursor resumes next round
+LEASE_SLACK_S = 1.0  # past the TTL, Redis has expired a lease nobody refreshed
 RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stopping daemon
 
 
@@ -158,7 +159,7 @@ class Gateway:
         presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
                                   self.timing.lease_ttl_s, self.fleet.record())
         try:
-            await self.shared.policy.call("lease", presence.acquire)
+            await self._acquire(presence)
             await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
@@ -194,6 +195,26 @@ class Gateway:
             raise
 
     # --- start and stop ---------------------------------------------------------------
+    async def _acquire(self, presence: WorkerPresence) -> None:
+        """Take the lease, waiting out one TTL when it is held.
+
+        A daemon restarted right after a SIGKILL finds its own predecessor's lease,
+        which nobody refreshes and which expires within one TTL; a live peer keeps
+        refreshing its lease, so after that wait the id is really taken.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timing.lease_ttl_s + LEASE_SLACK_S
+        while True:
+            try:
+                await self.shared.policy.call("lease", presence.acquire)
+                return
+            except DuplicateWorker:
+                if loop.time() >= deadline:
+                    raise
+                logger.warning("worker id %s still has a lease (a killed predecessor?); waiting "
+                               "for it to expire", self.worker_id)
+                await asyncio.sleep(self.timing.heartbeat_s)
+
     async def _ensure_groups(self) -> None:
         for stream in (*self._agent_streams, self._control_stream):
             try:
