@@ -19,7 +19,15 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import wire
 from tests.support.daemon import WAIT_S, StubRunner, make_config
-from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, wait_until
+from tests.support.gateway import (
+    AGENT,
+    ask,
+    read_events,
+    sdk_client,
+    sdk_redis,
+    start_until_ready,
+    wait_until,
+)
 
 pytestmark = pytest.mark.redis
 STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
@@ -35,13 +43,7 @@ async def running_daemon(tmp_path: Path, redis_url: str) -> AsyncIterator[Daemon
                           policy=RetryPolicy.fast())
         daemon = Daemon(config, runner=StubRunner(cards=0), retry_policy=RetryPolicy.fast(),
                         claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        job = asyncio.create_task(daemon.run(ready))
-        waiter = asyncio.create_task(ready.wait())
-        await asyncio.wait({job, waiter}, timeout=WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        if job.done():
-            job.result()
+        job = await start_until_ready(daemon.run, "daemon")
         try:
             yield daemon
             assert not job.done(), f"the daemon stopped: {job.exception() if job.done() else ''}"
