@@ -27,7 +27,7 @@ PAIRING_POLL_S = 1.0
 
 def _stamp(state_dir: Path) -> tuple[tuple[int, int] | None, ...]:
     """A change marker of both identity files (mtime, inode), None for a missing one."""
-    marks = []
+    marks: list[tuple[int, int] | None] = []
     for name in (IDENTITY_FILE, TOKEN_FILE):
         try:
             stat = (state_dir / name).stat()
