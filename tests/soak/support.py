@@ -9,6 +9,7 @@ workspace and codex home, and can be SIGKILLed (with its codex child) and restar
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -25,6 +26,8 @@ from tests.conftest import REPO
 
 TAG = re.compile(r"\bjob-\d+\b")
 EXIT_S = 30.0  # a SIGTERMed daemon with nothing running stops in about a second
+START_MARK = "=== daemon start"  # written into daemon.log before each start
+FINISHED = re.compile(r"^task (\S+) finished: completed$")
 
 
 class TurnCounter:
@@ -65,6 +68,8 @@ class DaemonProcess:
 
     def start(self) -> None:
         log = (self.root / "daemon.log").open("ab")
+        log.write(f"{START_MARK} {self.starts + 1}\n".encode())
+        log.flush()
         self.proc = subprocess.Popen([sys.executable, "-m", "boss_agent", "--debug", "run"], cwd=REPO,
                                      env=self.env, stdout=log, stderr=log)
         self.starts += 1
@@ -107,3 +112,27 @@ class DaemonProcess:
 
     def log(self) -> str:
         return (self.root / "daemon.log").read_text(errors="replace")
+
+    def durably_completed(self) -> set[str]:
+        """Task ids the daemon finished ``completed`` and then lived on to log again.
+
+        The result is spooled right after that log line, with no await in between, so
+        any later line of the same process proves the result was on disk (a kill
+        before that is allowed to turn it into ``agent_restarted``).
+        """
+        found: set[str] = set()
+        for incarnation in self.log().split(START_MARK)[1:]:
+            messages = [_message(line) for line in incarnation.splitlines()]
+            for index, message in enumerate(messages):
+                match = FINISHED.match(message)
+                if match and any(messages[index + 1:]):
+                    found.add(match.group(1))
+        return found
+
+
+def _message(line: str) -> str:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return ""
+    return str(record.get("msg", "")) if isinstance(record, dict) else ""
