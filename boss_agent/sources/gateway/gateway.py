@@ -38,6 +38,7 @@ with each lease refresh, ``requeue`` when a read ASK finds no slot.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from typing import Any, cast
 
@@ -204,15 +205,16 @@ class Gateway:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timing.lease_ttl_s + LEASE_SLACK_S
-        while True:
+        for attempt in itertools.count():
             try:
                 await self.shared.policy.call("lease", presence.acquire)
                 return
             except DuplicateWorker:
                 if loop.time() >= deadline:
                     raise
-                logger.warning("worker id %s still has a lease (a killed predecessor?); waiting "
-                               "for it to expire", self.worker_id)
+                if attempt == 0:
+                    logger.warning("worker id %s still has a lease (a killed predecessor?); "
+                                   "waiting for it to expire", self.worker_id)
                 await asyncio.sleep(self.timing.heartbeat_s)
 
     async def _ensure_groups(self) -> None:
