@@ -173,7 +173,9 @@ class CompletionSpool(_Dir):
         return self.records()
 
     def __len__(self) -> int:
-        return len(self.records())
+        # Counted, not read: the state file asks every few seconds, the spool may be long.
+        on_disk = {path.name for path in self._files()}
+        return len(on_disk) + sum(1 for t in self.unwritten if record_name(t) not in on_disk)
 
 
 class RunningJournal(_Dir):
