@@ -306,6 +306,16 @@ class Gateway:
                 await self.shared.policy.call("reclaim", self._reclaim, stream)
 
     async def _reclaim(self, stream: str) -> None:
+        try:
+            await self._reclaim_pages(stream)
+        except ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # Redis restarted without its data: nothing is pending, and the readers
+            # recreate the group on their next read.
+            self._reclaim_cursor.pop(stream, None)
+
+    async def _reclaim_pages(self, stream: str) -> None:
         """Look at up to RECLAIM_PAGES pages of pending entries, resuming where the last
         round stopped and wrapping at the end: bounded work per round, yet every entry
         is seen, however many long-running tasks of live workers come before it."""

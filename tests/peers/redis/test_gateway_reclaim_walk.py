@@ -7,8 +7,18 @@ from __future__ import annotations
 import pytest
 
 from boss_agent.sources.gateway import keys
+from boss_agent.sources.gateway.registry import worker_online
 from tests.peers.redis.test_gateway_reliability import GROUP, STREAM, _raw_ask
-from tests.support.gateway import ScriptRunner, record_of, running_gateway, sdk_redis, wait_until
+from tests.support.gateway import (
+    ScriptRunner,
+    ask,
+    read_events,
+    record_of,
+    running_gateway,
+    sdk_client,
+    sdk_redis,
+    wait_until,
+)
 
 pytestmark = pytest.mark.redis
 BUSY = 130  # more than one XPENDING page of a live worker's entries, oldest first
@@ -46,4 +56,19 @@ async def test_a_dead_workers_entries_behind_a_page_of_live_ones_are_all_reclaim
     assert sorted(runner.runs) == sorted(dead_ids)
     summary = await redis.xpending(STREAM, GROUP)
     assert summary["pending"] == BUSY
+    await redis.aclose()
+
+
+async def test_a_reclaim_round_after_redis_lost_its_data_is_not_fatal(redis_server):
+    # Found by tests/soak/test_chaos.py: XPENDING answered NOGROUP after a redis-server
+    # restart and the reclaim loop took the gateway and the daemon down with it.
+    redis = sdk_redis(redis_server.url)
+    runner = ScriptRunner()
+    async with running_gateway(redis_server.url, runner, "w1") as gateway:
+        await redis.flushall()  # what a restart without persistence leaves
+        await gateway._reclaim(STREAM)  # one round, as the reclaim loop runs it
+        await wait_until(lambda: worker_online(redis, "w1"))  # the heartbeat takes it again
+        await ask(sdk_client(redis), "s1", "echo still here", "msg-after")
+        events = await read_events(redis, "s1", "msg-after")
+    assert runner.runs == ["msg-after"] and events[-1].event_type == "appStreamResponse"
     await redis.aclose()
