@@ -253,7 +253,9 @@ class Gateway:
                     reply = await self.redis.xreadgroup(self.group, self.worker_id, streams,
                                                         count=count, block=block)
                 except ResponseError as exc:
-                    if "NOGROUP" not in str(exc):
+                    # UNBLOCKED: the stream was deleted while we were blocked on it
+                    # (FLUSHALL, a DEL from outside); the group went with it.
+                    if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
                         raise
                     logger.error("consumer group %s is missing (Redis restarted or stream "
                                  "deleted); recreating it", self.group)
