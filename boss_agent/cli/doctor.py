@@ -63,7 +63,7 @@ def _home(text: str) -> str:
 
 
 def check_daemon(config: Config) -> Check:
-    """What the running daemon reports about trouble from outside (its state file)."""
+    """What the running daemon reports about trouble from outside: no pairing, a full disk."""
     from boss_agent.daemon.statefile import read_state, status_snapshot
 
     snap = status_snapshot(config.state_dir)
@@ -75,9 +75,7 @@ def check_daemon(config: Config) -> Check:
     if state.get("spool_degraded"):
         return _check("daemon", "warn", "spool degraded: the disk refuses writes, results wait "
                       "in memory", f"free disk space under {config.state_dir}")
-    poison = state.get("gateway_poison") or 0
-    detail = f"running (pid {snap['daemon_pid']})"
-    return _check("daemon", "ok", detail + (f", {poison} poison gateway entries dropped" if poison else ""))
+    return _check("daemon", "ok", f"running (pid {snap['daemon_pid']})")
 
 
 def check_codex(config: Config) -> Check:
