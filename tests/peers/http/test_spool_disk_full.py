@@ -1,6 +1,7 @@
 """A full disk never stops the daemon and never loses a result: the state dir sits on
 a real tmpfs of a few dozen kilobytes that the test fills up (``mount -t tmpfs -o
-size=…``; skipped where the test cannot mount, i.e. not root). Real ControlPlane
+size=…``; the test command runs as root, as CI does: a machine that cannot mount fails
+the test rather than skipping it). Real ControlPlane
 behind the FaultProxy, a real Daemon, the in-test StubRunner."""
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE},mode=0700", "tmpfs",
                            str(mount)], capture_output=True, check=False)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        pytest.fail(f"cannot mount a tmpfs here (the disk-full tests need root): "
+                    f"{done.stderr.decode().strip()}")
     try:
         yield mount
     finally:
