@@ -35,7 +35,7 @@ from boss_agent.controlplane.security import (
     security_middleware,
 )
 from boss_agent.controlplane.wire import error_middleware
-from boss_agent.config import address_is_loopback
+from boss_agent.netaddr import address_is_loopback
 from boss_agent.errors import ConfigError, ControlPlaneError
 from boss_agent.identity import write_atomic
 

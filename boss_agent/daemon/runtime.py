@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
 from boss_agent.aio import race
-from boss_agent.config import Config, check_server_url, load_config
+from boss_agent.config import Config, load_config
+from boss_agent.netaddr import check_server_url
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase

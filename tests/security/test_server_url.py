@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.config import check_server_url, load_config
+from boss_agent.config import load_config
+from boss_agent.netaddr import check_server_url
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.errors import ConfigError
 from boss_agent.identity import Identity, save_identity
