@@ -15,11 +15,9 @@ A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
 
-Reclaiming (``XPENDING`` + ``XCLAIM``, not a bare ``XAUTOCLAIM``): an entry stays
-pending while its task runs, for minutes, so idle time alone cannot tell a dead
-worker from a busy one. Only entries of consumers whose lease is gone, idle for
-longer than a lease TTL, are claimed; XCLAIM's min-idle check makes two reclaimers
-race safely. What happens to a reclaimed task is decided in ``execution.py``.
+Reclaiming (``reclaim.py``, XPENDING + XCLAIM): an entry stays pending while its task
+runs, so only entries of consumers whose lease is gone are claimed; what happens to a
+reclaimed task is decided in ``execution.py``.
 
 Known limits: a RESUME that arrives on the agent-type stream while every slot is
 held by a *running* task waits for a slot (the worker-stream reader has none); a
@@ -38,7 +36,6 @@ with each lease refresh, ``requeue`` when a read ASK finds no slot.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from typing import Any, cast
 
@@ -65,6 +62,7 @@ from boss_agent.sources.gateway.execution import (
     classify_start,
 )
 from boss_agent.sources.gateway.fleet import Fleet
+from boss_agent.sources.gateway.reclaim import Reclaimer
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -77,8 +75,7 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0  # a Redis that does not accept a connection in 5 s is down
 SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus slack is a hang
 CONTROL_BATCH = 16  # control commands are small and quick; read several at once
-RECOVER_BATCH = 100  # pending entries read per page (own at start, others' in reclaim)
-RECLAIM_PAGES = 10  # pages a reclaim round looks at per stream; the cursor resumes next round
+RECOVER_BATCH = 100  # pending entries of this worker read per page at start
 LEASE_SLACK_S = 1.0  # past the TTL, Redis has expired a lease nobody refreshed
 RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stopping daemon
 
@@ -110,7 +107,7 @@ class Gateway:
         self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
-        self._reclaim_cursor: dict[str, str] = {}  # stream -> where the next reclaim page starts
+        self.reclaimer = Reclaimer(self.shared, self.timing.reclaim_idle_ms, self._dispatch)
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
                                                config.projects, self._agent_streams)
@@ -160,7 +157,8 @@ class Gateway:
         presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
                                   self.timing.lease_ttl_s, self.fleet.record())
         try:
-            await self._acquire(presence)
+            await presence.acquire_waiting(self.shared.policy.call, self.timing.lease_ttl_s + LEASE_SLACK_S,
+                                           self.timing.heartbeat_s)
             await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
@@ -196,27 +194,6 @@ class Gateway:
             raise
 
     # --- start and stop ---------------------------------------------------------------
-    async def _acquire(self, presence: WorkerPresence) -> None:
-        """Take the lease, waiting out one TTL when it is held.
-
-        A daemon restarted right after a SIGKILL finds its own predecessor's lease,
-        which nobody refreshes and which expires within one TTL; a live peer keeps
-        refreshing its lease, so after that wait the id is really taken.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timing.lease_ttl_s + LEASE_SLACK_S
-        for attempt in itertools.count():
-            try:
-                await self.shared.policy.call("lease", presence.acquire)
-                return
-            except DuplicateWorker:
-                if loop.time() >= deadline:
-                    raise
-                if attempt == 0:
-                    logger.warning("worker id %s still has a lease (a killed predecessor?); "
-                                   "waiting for it to expire", self.worker_id)
-                await asyncio.sleep(self.timing.heartbeat_s)
-
     async def _ensure_groups(self) -> None:
         for stream in (*self._agent_streams, self._control_stream):
             try:
@@ -305,50 +282,7 @@ class Gateway:
         while True:
             await asyncio.sleep(self.timing.reclaim_interval_s)
             for stream in self._agent_streams:
-                await self.shared.policy.call("reclaim", self._reclaim, stream)
-
-    async def _reclaim(self, stream: str) -> None:
-        try:
-            await self._reclaim_pages(stream)
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            # Redis restarted without its data: nothing is pending, and the readers
-            # recreate the group on their next read.
-            self._reclaim_cursor.pop(stream, None)
-
-    async def _reclaim_pages(self, stream: str) -> None:
-        """Look at up to RECLAIM_PAGES pages of pending entries, resuming where the last
-        round stopped and wrapping at the end: bounded work per round, yet every entry
-        is seen, however many long-running tasks of live workers come before it."""
-        alive: dict[str, bool] = {}
-        for _ in range(RECLAIM_PAGES):
-            start = self._reclaim_cursor.get(stream, "-")
-            pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
-                stream, self.group, min=start, max="+", count=RECOVER_BATCH,
-                idle=self.timing.reclaim_idle_ms))
-            if len(pending) < RECOVER_BATCH:
-                self._reclaim_cursor[stream] = "-"  # the end: the next round starts over
-            else:  # exclusive start: the next page begins after the last one seen
-                self._reclaim_cursor[stream] = "(" + pending[-1]["message_id"].decode()
-            await self._claim_dead(stream, pending, alive)
-            if len(pending) < RECOVER_BATCH:
-                return
-
-    async def _claim_dead(self, stream: str, pending: list[keys.PendingEntry],
-                          alive: dict[str, bool]) -> None:
-        for owner in {p["consumer"].decode() for p in pending} - {self.worker_id} - set(alive):
-            alive[owner] = bool(await self.redis.exists(keys.worker_lease(owner)))
-        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode()
-                                != self.worker_id and not alive[p["consumer"].decode()]]
-        if not ids:
-            return
-        idle = self.timing.reclaim_idle_ms
-        claimed = cast(keys.ClaimReply, await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids))
-        for eid, fields in claimed:
-            self.shared.stats["reclaimed"] += 1
-            logger.warning("reclaimed a pending entry of a worker that is gone")
-            await self._dispatch(Entry(stream, eid.decode()), fields or {}, slot_held=False)
+                await self.shared.policy.call("reclaim", self.reclaimer.round, stream)
 
     # --- dispatch ---------------------------------------------------------------------
     async def _dispatch(self, entry: Entry, fields: Any, *, slot_held: bool) -> None:

@@ -12,10 +12,12 @@ hash while we mark RUNNING, and neither write may lose the other.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -72,6 +74,28 @@ class WorkerPresence:
         if not await self.redis.set(self._key, self._value(), nx=True, ex=self.lease_ttl_s):
             raise DuplicateWorker(f"worker id {self.worker_id!r} is held by another live process")
         await self._register()
+
+    async def acquire_waiting(self, call: Callable[..., Awaitable[Any]], wait_s: float,
+                              poll_s: float) -> None:
+        """Take the lease, waiting up to ``wait_s`` when it is held (``call`` retries Redis).
+
+        A daemon restarted right after a SIGKILL finds its own predecessor's lease,
+        which nobody refreshes and which expires within one TTL; a live peer keeps
+        refreshing its lease, so after that wait the id is really taken.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        for attempt in itertools.count():
+            try:
+                await call("lease", self.acquire)
+                return
+            except DuplicateWorker:
+                if loop.time() >= deadline:
+                    raise
+                if attempt == 0:
+                    logger.warning("worker id %s still has a lease (a killed predecessor?); "
+                                   "waiting for it to expire", self.worker_id)
+                await asyncio.sleep(poll_s)
 
     async def refresh(self) -> bool:
         """Extend the lease; True when it had vanished and was taken again."""

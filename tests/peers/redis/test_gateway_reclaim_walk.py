@@ -67,9 +67,9 @@ async def test_redis_losing_its_data_under_the_readers_and_the_reclaimer_is_not_
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w1") as gateway:
         await redis.flushall()  # what a restart without persistence leaves
-        await gateway._reclaim(STREAM)  # one round, as the reclaim loop runs it
+        await gateway.reclaimer.round(STREAM)  # one round, as the reclaim loop runs it
         # The readers may have recreated that group already; this stream has none at all.
-        await gateway._reclaim(keys.agent_type_stream("nobody_reads_this"))
+        await gateway.reclaimer.round(keys.agent_type_stream("nobody_reads_this"))
         await wait_until(lambda: worker_online(redis, "w1"))  # the heartbeat takes it again
         await ask(sdk_client(redis), "s1", "echo still here", "msg-after")
         events = await read_events(redis, "s1", "msg-after")
