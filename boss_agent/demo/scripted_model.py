@@ -10,13 +10,13 @@ the stream, stop before ``response.completed`` (a cut), or hang until released.
 Every request is recorded (parsed body, headers, how its stream ended) so tests can
 assert what codex sent.
 
-The SSE shapes follow ../shared/codex-app-server-facts.md §1.2. ``write_codex_home``
-writes the ``config.toml`` that points codex at the server.
+What a response can hold (messages, tool calls, plans, reasoning, sub-agents) is built
+with the helpers of ``responses.py``, re-exported here so a test needs one import.
+``write_codex_home`` writes the ``config.toml`` that points codex at the server.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import select
@@ -24,194 +24,38 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from boss_agent.demo.responses import (
+    Event,
+    Response,
+    USAGE,
+    add_file_patch,
+    apply_patch,
+    custom_tool_call,
+    cut,
+    function_call,
+    hang,
+    http_error,
+    message,
+    reasoning,
+    shell_call,
+    spawn_agent,
+    stream_failure,
+    text_reply,
+    turn,
+    update_plan,
+    wait_agent,
+    web_search,
+)
+
 logger = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 HANG_POLL_S = 0.05  # how often a hung stream checks for release or a closed peer
-_ids = itertools.count(1)
-
-
-def _next_id(prefix: str) -> str:
-    return f"{prefix}_{next(_ids)}"
-
-
-# ----------------------------------------------------------------------------- items
-
-
-def message(text: str, chunks: Iterable[str] | None = None, *, item_id: str | None = None,
-            phase: str | None = None) -> list[Event]:
-    """An assistant message, streamed as ``chunks`` (default: one delta)."""
-    item_id = item_id or _next_id("msg")
-    pieces = list(chunks) if chunks is not None else [text]
-    head: dict[str, Any] = {"type": "message", "role": "assistant", "id": item_id,
-                            "content": [{"type": "output_text", "text": ""}]}
-    done: dict[str, Any] = {**head, "content": [{"type": "output_text", "text": text}]}
-    if phase:
-        head["phase"] = done["phase"] = phase
-    events: list[Event] = [{"type": "response.output_item.added", "item": head}]
-    events += [{"type": "response.output_text.delta", "delta": p, "item_id": item_id} for p in pieces]
-    events.append({"type": "response.output_item.done", "item": done})
-    return events
-
-
-def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None,
-                  *, namespace: str | None = None) -> list[Event]:
-    """A function tool call; ``namespace`` names the tool namespace (e.g. ``multi_agent_v1``)."""
-    call_id = call_id or _next_id("call")
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
-                            "name": name, "arguments": args}
-    if namespace:
-        item["namespace"] = namespace
-    return [{"type": "response.output_item.done", "item": item}]
-
-
-def spawn_agent(message_text: str, call_id: str | None = None) -> list[Event]:
-    """The model spawns a sub-agent (the ``multi_agent_v1`` tools of an unknown model slug)."""
-    return function_call("spawn_agent", {"message": message_text}, call_id, namespace="multi_agent_v1")
-
-
-def wait_agent(agent_ids: list[str], call_id: str | None = None, timeout_ms: int = 60_000) -> list[Event]:
-    return function_call("wait_agent", {"targets": agent_ids, "timeout_ms": timeout_ms}, call_id,
-                         namespace="multi_agent_v1")
-
-
-def shell_call(cmd: str, *, call_id: str | None = None, workdir: str | None = None,
-               **extra: Any) -> list[Event]:
-    """The model runs ``cmd`` through codex's ``exec_command`` tool.
-
-    ``login`` defaults to False: a login shell sources the user's profile, which on a
-    pyenv machine costs seconds per command and can stall a minute on pyenv's rehash
-    lock when an earlier command was killed mid-rehash.
-    """
-    args: dict[str, Any] = {"cmd": cmd, "login": False, **extra}
-    if workdir:
-        args["workdir"] = workdir
-    return function_call("exec_command", args, call_id)
-
-
-def custom_tool_call(name: str, text: str, call_id: str | None = None) -> list[Event]:
-    call_id = call_id or _next_id("call")
-    item = {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": ""}
-    return [{"type": "response.output_item.added", "item": item},
-            {"type": "response.output_item.done", "item": {**item, "input": text}}]
-
-
-def apply_patch(patch: str, call_id: str | None = None) -> list[Event]:
-    """A freeform ``apply_patch`` call (gpt-5.5's form); ``patch`` is the full envelope."""
-    return custom_tool_call("apply_patch", patch, call_id)
-
-
-def add_file_patch(path: str, lines: Iterable[str]) -> str:
-    body = "".join(f"+{line}\n" for line in lines)
-    return f"*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch\n"
-
-
-def update_plan(steps: Iterable[tuple[str, str]], explanation: str | None = None,
-                call_id: str | None = None) -> list[Event]:
-    """``steps`` are ``(text, status)`` with status pending / in_progress / completed."""
-    args: dict[str, Any] = {"plan": [{"step": s, "status": st} for s, st in steps]}
-    if explanation is not None:
-        args["explanation"] = explanation
-    return function_call("update_plan", args, call_id)
-
-
-def reasoning(summary: Iterable[str], raw: Iterable[str] = (), item_id: str | None = None) -> list[Event]:
-    item_id = item_id or _next_id("rs")
-    summary, raw = list(summary), list(raw)
-    events: list[Event] = [{"type": "response.output_item.added",
-                            "item": {"type": "reasoning", "id": item_id, "summary": []}}]
-    for index, text in enumerate(summary):
-        events.append({"type": "response.reasoning_summary_part.added", "item_id": item_id,
-                       "summary_index": index})
-        events.append({"type": "response.reasoning_summary_text.delta", "delta": text,
-                       "summary_index": index, "item_id": item_id})
-    for text in raw:
-        events.append({"type": "response.reasoning_text.delta", "delta": text,
-                       "content_index": 0, "item_id": item_id})
-    events.append({"type": "response.output_item.done", "item": {
-        "type": "reasoning", "id": item_id,
-        "summary": [{"type": "summary_text", "text": t} for t in summary],
-        "content": [{"type": "reasoning_text", "text": "".join(raw)}] if raw else []}})
-    return events
-
-
-def web_search(query: str, item_id: str | None = None) -> list[Event]:
-    item = {"type": "web_search_call", "id": item_id or _next_id("ws"), "status": "completed",
-            "action": {"type": "search", "query": query}}
-    return [{"type": "response.output_item.added", "item": item},
-            {"type": "response.output_item.done", "item": item}]
-
-
-# ------------------------------------------------------------------------- responses
-
-
-@dataclass
-class Response:
-    """One answer to one model request."""
-
-    events: list[Event] = field(default_factory=list)
-    status: int = 200
-    body: dict[str, Any] | None = None  # for a non-200 status
-    headers: dict[str, str] = field(default_factory=dict)
-    hang: bool = False  # after the events, block until released or the peer leaves
-    complete: bool = True  # False: close the stream without response.completed
-    delay_s: float = 0.0  # pause between events (a slow model)
-
-
-USAGE = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-
-
-def turn(*items: list[Event], usage: dict[str, Any] | None = None, delay_s: float = 0.0) -> Response:
-    """A complete response carrying ``items`` (each a list from the item builders)."""
-    rid = _next_id("resp")
-    events: list[Event] = [{"type": "response.created", "response": {"id": rid}}]
-    for item in items:
-        events += item
-    events.append({"type": "response.completed", "response": {"id": rid, "usage": usage or USAGE}})
-    return Response(events=events, delay_s=delay_s)
-
-
-def hang(*items: list[Event]) -> Response:
-    """Stream ``items`` then block: for interrupt and steer tests."""
-    response = turn(*items)
-    response.events.pop()
-    response.hang = True
-    return response
-
-
-def cut(*items: list[Event]) -> Response:
-    """Stream ``items`` then close the connection before ``response.completed``."""
-    response = turn(*items)
-    response.events.pop()
-    response.complete = False
-    return response
-
-
-def stream_failure(code: str = "server_error", message: str = "The model had an error") -> Response:
-    rid = _next_id("resp")
-    return Response(events=[{"type": "response.created", "response": {"id": rid}},
-                            {"type": "response.failed",
-                             "response": {"id": rid, "error": {"code": code, "message": message}}}])
-
-
-def http_error(status: int, code: str = "server_error", message: str = "scripted failure",
-               retry_after: int | None = None) -> Response:
-    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
-    return Response(status=status, headers=headers, body={
-        "error": {"message": message, "type": code, "param": None, "code": code}})
-
-
-def text_reply(text: str) -> Response:
-    return turn(message(text))
-
 
 # ---------------------------------------------------------------------------- server
 
@@ -320,90 +164,92 @@ class ScriptedModel:
             self._lock.notify_all()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        model = self
+        return type("Handler", (_Handler,), {"model": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, fmt: str, *args: Any) -> None:
-                logger.debug("scripted model: " + fmt, *args)
+class _Handler(BaseHTTPRequestHandler):
+    """One model request: record it, answer with the next scripted ``Response``."""
 
-            def do_GET(self) -> None:
-                self._send_json(404, {"error": {"message": "not scripted", "code": "not_found"}})
+    protocol_version = "HTTP/1.1"
+    model: ScriptedModel  # set per server by ``ScriptedModel._handler_class``
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {"_unparsed": raw.decode("utf-8", "replace")}
-                record = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                if not self.path.rstrip("/").endswith("/responses"):
-                    model._finish(record, "http_error")
-                    self._send_json(404, {"error": {"message": "unknown path", "code": "not_found"}})
-                    return
-                response = model._take(record)
-                if response.status != 200:
-                    model._finish(record, "http_error")
-                    self._send_json(response.status, response.body or {}, response.headers)
-                    return
-                model._finish(record, self._stream(response))
+    def log_message(self, fmt: str, *args: Any) -> None:
+        logger.debug("scripted model: " + fmt, *args)
 
-            def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+    def do_GET(self) -> None:
+        self._send_json(404, {"error": {"message": "not scripted", "code": "not_found"}})
 
-            def _chunk(self, data: bytes) -> None:
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        record = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        if not self.path.rstrip("/").endswith("/responses"):
+            self.model._finish(record, "http_error")
+            self._send_json(404, {"error": {"message": "unknown path", "code": "not_found"}})
+            return
+        response = self.model._take(record)
+        if response.status != 200:
+            self.model._finish(record, "http_error")
+            self._send_json(response.status, response.body or {}, response.headers)
+            return
+        self.model._finish(record, self._stream(response))
 
-            def _stream(self, response: Response) -> str:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                try:
-                    for event in response.events:
-                        if response.delay_s:
-                            time.sleep(response.delay_s)
-                        self._chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-                    if response.hang:
-                        ended = self._hang()
-                        if ended != "released":
-                            return ended
-                        self._chunk(b"event: response.completed\ndata: " + json.dumps(
-                            {"type": "response.completed",
-                             "response": {"id": "resp_released", "usage": USAGE}}).encode() + b"\n\n")
-                    if not response.complete:
-                        self.close_connection = True
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                        return "cut"
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                    return "completed"
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True
-                    return "peer_closed"
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
 
-            def _hang(self) -> str:
-                while not model._release.wait(HANG_POLL_S):
-                    readable, _, _ = select.select([self.connection], [], [], 0)
-                    if readable and not self.connection.recv(1, socket.MSG_PEEK):
-                        self.close_connection = True
-                        return "peer_closed"
-                if model._closing.is_set():
-                    self.close_connection = True
-                    return "peer_closed"
-                return "released"
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
-        return Handler
+    def _stream(self, response: Response) -> str:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for event in response.events:
+                if response.delay_s:
+                    time.sleep(response.delay_s)
+                self._chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            if response.hang:
+                ended = self._hang()
+                if ended != "released":
+                    return ended
+                self._chunk(b"event: response.completed\ndata: " + json.dumps(
+                    {"type": "response.completed",
+                     "response": {"id": "resp_released", "usage": USAGE}}).encode() + b"\n\n")
+            if not response.complete:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return "cut"
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return "completed"
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            return "peer_closed"
+
+    def _hang(self) -> str:
+        while not self.model._release.wait(HANG_POLL_S):
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                self.close_connection = True
+                return "peer_closed"
+        if self.model._closing.is_set():
+            self.close_connection = True
+            return "peer_closed"
+        return "released"
 
 
 def write_codex_home(home: Path, base_url: str, *, model: str = "gpt-5.5",
@@ -438,3 +284,32 @@ def write_codex_home(home: Path, base_url: str, *, model: str = "gpt-5.5",
         f"{idle}"
     )
     return home
+
+# The builders are part of this module's API: a test or the demo needs one import.
+__all__ = [
+    "Event",
+    "RecordedRequest",
+    "Responder",
+    "Response",
+    "ScriptedModel",
+    "USAGE",
+    "add_file_patch",
+    "apply_patch",
+    "custom_tool_call",
+    "cut",
+    "default_responder",
+    "function_call",
+    "hang",
+    "http_error",
+    "message",
+    "reasoning",
+    "shell_call",
+    "spawn_agent",
+    "stream_failure",
+    "text_reply",
+    "turn",
+    "update_plan",
+    "wait_agent",
+    "web_search",
+    "write_codex_home",
+]
