@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     seq               INTEGER,
     card              TEXT,
+    refs              TEXT,
     result            TEXT,
     created_at        REAL NOT NULL,
     updated_at        REAL NOT NULL,
@@ -67,6 +68,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     PRIMARY KEY (task_id, approval_id)
 );
 """
+# Columns added after a release, for databases created before them: (table, column, type).
+ADDED_COLUMNS = (("tasks", "refs", "TEXT"),)  # refs: the live codexThreadRef and turnId
 
 
 def iso(ts: float | None) -> str | None:
@@ -97,7 +100,14 @@ class Database:
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.executescript(SCHEMA)
+        self._add_columns()
         path.chmod(0o600)
+
+    def _add_columns(self) -> None:
+        for table, column, kind in ADDED_COLUMNS:
+            names = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in names:
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self.conn.close()

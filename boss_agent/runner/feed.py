@@ -39,6 +39,12 @@ class CardFeed:
         """A runner lifecycle event, ``boss/<event>`` (positional-only: params may hold "name")."""
         await self.feed({"method": f"boss/{event}", "params": params})
 
+    def turn_known(self, thread_ref: str, turn_id: str) -> None:
+        """Tell the sink the live thread and turn (``TaskSink``'s optional ``turn_known``)."""
+        notify = getattr(self.sink, "turn_known", None)
+        if notify is not None:
+            notify(thread_ref, turn_id)
+
     async def status(self, status: str) -> None:
         await self.event("status", status=status, at=now_iso())
 

@@ -122,6 +122,7 @@ class AppServerTurn:
                 raise TurnNotActive(sanitize_text(exc.message, limit=300)) from exc
             ctx.turn_id = expected
             ctx.ran = True
+            ctx.feed.turn_known(ctx.thread_id, expected)
             # The steer's output arrives on the original turn; its task answers the approvals.
             return await self._follow(listener, answer_approvals=False)
 
@@ -163,6 +164,7 @@ class AppServerTurn:
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
+        ctx.feed.turn_known(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
     async def _follow(self, listener: Any, *, answer_approvals: bool) -> TurnOutcome:

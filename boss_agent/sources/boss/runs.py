@@ -7,7 +7,9 @@ only with a slot of ``slots`` (the device's budget, shared with the Redis gatewa
 a claimed task that finds every slot taken by the other source waits in line. A malformed task is
 completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task without
 a usable ``taskId`` cannot be completed and is only logged. A task id that is
-already running or already spooled is never run a second time.
+already running or already spooled is never run a second time. A steer task
+(``targetCodexTurnId`` set) joins a turn that already holds a slot: it takes none and
+counts against no cap.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class BossTaskSink:
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
 
+    def turn_known(self, thread_ref: str, turn_id: str) -> None:
+        self.uploader.set_refs(thread_ref, turn_id)
+
 
 def usable_task_id(raw: Any) -> str | None:
     task_id = raw.get("taskId") if isinstance(raw, dict) else None
@@ -75,13 +80,19 @@ class TaskRuns:
         self.slots = slots or Slots(max_concurrent)
         self.on_spooled = on_spooled
         self.running: dict[str, asyncio.Event] = {}
+        self.steers: set[str] = set()  # running steer tasks: they hold no slot
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.changed = asyncio.Event()  # set whenever a slot frees up
 
     @property
     def free_slots(self) -> int:
         """How many tasks to claim now: free device slots, within this source's own cap."""
-        return max(0, min(self.slots.free, self.max_concurrent - len(self.running)))
+        return max(0, min(self.slots.free, self.max_concurrent - self.turns_running))
+
+    @property
+    def turns_running(self) -> int:
+        """Runs that hold (or wait for) a slot: turns a steer could join."""
+        return len(self.running) - len(self.steers)
 
     def running_ids(self) -> list[str]:
         return list(self.running)
@@ -125,7 +136,8 @@ class TaskRuns:
             self._spool(task_id, TaskResult(status="failed", error_code=exc.code,
                                             error_message=sanitize_text(exc, limit=300)))
             return
-        if len(self.running) >= self.max_concurrent:
+        steer = task.target_turn_id is not None
+        if not steer and self.turns_running >= self.max_concurrent:
             # The claim asked for free slots only; more tasks than that is a server bug.
             self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
                                             error_message="the device has no free task slot"))
@@ -133,10 +145,13 @@ class TaskRuns:
         cancel = asyncio.Event()
         self.running[task_id] = cancel
         self.journal.add(task_id, task.attempt)
+        if steer:
+            self.steers.add(task_id)
         # Taken now when free; otherwise the gateway took it during the claim's long poll
         # and the run waits in line for one.
-        held = self.slots.try_acquire()
-        self._tasks[task_id] = tg.create_task(self._run(task, cancel, held), name=f"task {task_id}")
+        held = not steer and self.slots.try_acquire()
+        self._tasks[task_id] = tg.create_task(self._run(task, cancel, held, needs_slot=not steer),
+                                              name=f"task {task_id}")
 
     def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
         self.spool.put_result(task_id, result)
@@ -144,17 +159,17 @@ class TaskRuns:
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, cancel: asyncio.Event, held: bool) -> None:
+    async def _run(self, task: Task, cancel: asyncio.Event, held: bool, *, needs_slot: bool = True) -> None:
         uploader = ProgressUploader(self.api, task.task_id, cancel)
         sink = BossTaskSink(task, uploader, self.approvals, cancel)
         result: TaskResult | None = None
         try:
-            if not held:
+            if needs_slot and not held:
                 held = await self._slot_or_cancel(cancel)
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    result = await self._execute(task, sink, cancel) if held else TaskResult(
+                    result = await self._execute(task, sink, cancel) if held or not needs_slot else TaskResult(
                         status="cancelled", error_code="cancelled",
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
@@ -175,6 +190,7 @@ class TaskRuns:
             if held:
                 self.slots.release()
             self.running.pop(task.task_id, None)
+            self.steers.discard(task.task_id)
             self._tasks.pop(task.task_id, None)
             self.changed.set()
             self.on_spooled()
