@@ -25,6 +25,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 FAST = RetryPolicy.fast()
 TURN_TIMEOUT_S = 50  # a scripted turn takes seconds; under the WebDriver client's 60 s command timeout
 
+_RECORD_ERRORS = "window.pageErrors = []; window.addEventListener('error', (e) => window.pageErrors.push(e.message));"
 _VISIBLE_TASKS_TOP_DOWN = """
 return [...document.querySelectorAll('#tasks .task')]
   .filter((n) => !n.hidden)
@@ -35,11 +36,11 @@ return [...document.querySelectorAll('#tasks .task')]
 
 async def _compose(browser, task: str, button: str, text: str) -> str:
     """Open ``task``'s steer/continue box, send ``text``; the new task's id."""
-    await browser.click(f"{task} button.{button}")
+    await browser.press(f"{task} button.{button}")
     await browser.type(f"{task} .compose textarea", text)
-    await browser.click(f"{task} .compose button[type=submit]")
-    await browser.wait_for(f"{task} .compose-status[data-task-id]")
-    return await browser.attribute(f"{task} .compose-status", "data-task-id")
+    await browser.press(f"{task} .compose button[type=submit]")
+    await browser.wait_for(f"{task} .compose-status[data-sent-task-id]")
+    return await browser.attribute(f"{task} .compose-status", "data-sent-task-id")
 
 
 async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_thread(
@@ -62,6 +63,7 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
             await asyncio.wait_for(ready.wait(), TURN_TIMEOUT_S)
             await browser.open(plane.page_url)
             await browser.wait_for("#connection[data-state=live]")
+            await browser.execute(_RECORD_ERRORS)
             await browser.type("#submit-form textarea[name=prompt]", "a long job")
             await browser.type("#submit-form input[name=workdir]", str(workdir))
             await browser.click("#submit-form button[type=submit]")
@@ -71,7 +73,7 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
 
             accept = f'{first} .approval[data-status="pending"] button[data-decision="accept"]'
             await browser.wait_for(accept, timeout_s=TURN_TIMEOUT_S)
-            await browser.click(accept)
+            await browser.press(accept)
             await browser.wait_for(f"{first} button.steer", timeout_s=TURN_TIMEOUT_S)
             await asyncio.to_thread(scripted_model.wait_for_requests, 2, TURN_TIMEOUT_S)
             steer_id = await _compose(browser, first, "steer", "focus on the tests")
@@ -99,6 +101,7 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
             assert plane.task(desktop_id)["task"]["intentCategory"] == "computer_use"
             await browser.wait_for(f'[data-task-id="{desktop_id}"] .meta', "computer use")
 
+            assert await browser.execute("return window.pageErrors") == []
             width = await browser.execute("return [document.documentElement.scrollWidth, window.innerWidth]")
             await browser.screenshot(ARTIFACTS / "remote-page-phone.png")
             daemon.request_stop()

@@ -97,6 +97,13 @@ class Browser:
                 if "stale element" not in str(exc) or attempt == STALE_RETRIES - 1:
                     raise
 
+    async def press(self, css: str) -> None:
+        """Click ``css`` from inside the page, in one step: for buttons on a card that
+        redraws live, where a pointer click could land after the layout moved."""
+        found = await self.execute("const n = document.querySelector(arguments[0]); if (n) n.click(); return !!n;", css)
+        if not found:
+            raise WebDriverError(f"no {css!r} to press")
+
     async def type(self, css: str, text: str) -> None:
         await self.command("POST", f"/element/{await self.find(css)}/value", {"text": text})
 

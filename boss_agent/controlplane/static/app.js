@@ -228,13 +228,17 @@ function renderCard(view) {
   return el("div", { class: "card" }, parts);
 }
 
+function taskNode(taskId) {
+  return document.querySelector(`#tasks > li.task[data-task-id="${CSS.escape(taskId)}"]`);
+}
+
 function taskButton(cls, label, onClick) {
   return el("button", { type: "button", class: cls, on: { click: onClick } }, label);
 }
 
 function taskActions(view) {
   const path = `/api/local/tasks/${encodeURIComponent(view.taskId)}`;
-  const node = () => document.querySelector(`#tasks [data-task-id="${CSS.escape(view.taskId)}"]`);
+  const node = () => taskNode(view.taskId);
   const actions = [];
   if (view.status === "running" && view.turnId && view.codexThreadRef) {
     actions.push(taskButton("steer", "Steer", () => openCompose(node(), "steer")));
@@ -274,7 +278,7 @@ function taskBody(view) {
 }
 
 function renderTask(view) {
-  let node = document.querySelector(`#tasks [data-task-id="${CSS.escape(view.taskId)}"]`);
+  let node = taskNode(view.taskId);
   if (node) {
     node.querySelector(".task-body").replaceWith(taskBody(view));
   } else {
@@ -283,8 +287,15 @@ function renderTask(view) {
   }
   node.dataset.status = view.status;
   node.dataset.thread = view.codexThreadRef || "";
-  // A steer needs the live turn: once the turn has ended, its open steer box goes.
-  if (node.dataset.compose === "steer" && view.status !== "running") closeCompose(node);
+  // A steer needs the live turn: once it has ended, an unused steer box goes, a used one
+  // stays (it names the steer task it sent) but sends no more.
+  if (node.dataset.compose === "steer" && view.status !== "running") {
+    if (node.querySelector(".compose-status[data-sent-task-id]")) {
+      node.querySelectorAll(".compose-form textarea, .compose-form button[type=submit]").forEach((n) => { n.disabled = true; });
+    } else {
+      closeCompose(node);
+    }
+  }
   showThreadOf(node);
   document.getElementById("no-tasks").hidden = tasks.size > 0;
 }
@@ -314,7 +325,7 @@ function openCompose(node, mode) {
     try {
       const answer = await call("POST", "/api/local/tasks", body);
       status.textContent = `queued ${answer.taskId}`;
-      status.dataset.taskId = answer.taskId;
+      status.dataset.sentTaskId = answer.taskId;
       form.elements.message.value = "";
     } catch (err) {
       status.className = "compose-status error"; status.textContent = err.message;
