@@ -9,7 +9,8 @@ source and the gateway take their task slots from one ``Slots`` of
 ``max_concurrent_tasks``: the device never runs more tasks than that in total.
 
 Shutdown follows uvicorn (``lifecycle.ShutdownController``): SIGTERM/SIGINT stops
-claiming; running tasks get ``grace_period_s`` to finish; then ``force_cancel``
+claiming and cancels at once the tasks that only wait on an approval (nobody has to
+answer for the agent to stop); running tasks get ``grace_period_s`` to finish; then ``force_cancel``
 sets their cancel events (the runner interrupts the turn and reports
 ``cancelled``); runs that ignore it are cancelled outright and spooled as
 ``cancelled``. The spool gets one bounded delivery attempt before exit; the rest
@@ -288,6 +289,8 @@ class Daemon:
 
     async def _drain(self, source: BossSource) -> None:
         source.stop_claiming()
+        for task_id in source.approvals.cancel_waiting():
+            logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
         if self.gateway is not None:
             self.gateway.stop_accepting()
         self.write_state()

@@ -1,0 +1,68 @@
+"""Stopping and starting `up` as a user meets it: a stop does not wait out the grace period
+for a task that only waits on an approval, and a busy port is one clear line."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from boss_agent.controlplane import ControlPlane
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.demo import scripted_model as sm
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.retry import RetryPolicy
+from tests.daemon_support import WAIT_S, make_config
+from tests.e2e_support import REPO, _clean_env
+
+FAST = RetryPolicy.fast()
+TASK_WAIT_S = 60  # codex start-up plus one scripted model round trip
+LONG_GRACE_S = 3600  # far beyond the test's bound: only an immediate cancel lets the daemon stop in time
+CLI_TIMEOUT_S = 60
+
+
+@pytest.mark.codex
+async def test_a_stop_cancels_at_once_a_task_that_only_waits_on_an_approval(
+    tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path, scripted_model: sm.ScriptedModel,
+) -> None:
+    scripted_model.enqueue(sm.turn(sm.shell_call("echo never", sandbox_permissions="require_escalated",
+                                                 justification="the test asks and nobody answers")))
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
+        config = make_config(tmp_path, plane.url, codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
+        await pair_device(config.state_dir, plane.url, plane.create_pairing_code(), policy=FAST)
+        daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
+                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(daemon.run(ready))
+            await asyncio.wait_for(ready.wait(), TASK_WAIT_S)
+            task_id = plane.submit_task("run something", workdir=str(workdir))
+            await plane.wait_task(task_id, lambda v: v["approvals"], TASK_WAIT_S)
+            daemon.request_stop()  # what Ctrl-C on `up` does
+            await asyncio.wait_for(job, WAIT_S)
+        view = plane.task(task_id)
+    assert view["status"] == "cancelled", view["result"]
+    assert view["approvals"][0]["status"] != "decided"
+    assert "echo never" not in "".join(str(r.tool_outputs()) for r in scripted_model.requests)
+
+
+async def test_up_on_a_busy_port_says_so_in_one_line_naming_the_port_and_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    env = {**_clean_env(), "BOSS_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path / "home"),
+           "BOSS_WORKSPACES": str(tmp_path), "PYTHONPATH": str(REPO)}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "boss_agent", "up", "--port", str(port), cwd=tmp_path, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        async with asyncio.timeout(CLI_TIMEOUT_S):
+            _out, raw_err = await proc.communicate()
+    err = raw_err.decode()
+    assert proc.returncode not in (0, None)
+    assert len(err.strip().splitlines()) == 1, err
+    assert str(port) in err and "--port" in err and "internal error" not in err and "OSError" not in err
