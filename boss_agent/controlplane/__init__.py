@@ -58,7 +58,9 @@ attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, resu
 ({status, backend, fallbackFrom, codexThreadRef, turnId, resultText, error}),
 approvals ([{approvalId, kind, summary, risk, availableDecisions, status
 (pending|decided), decision, questions?, createdAt, decidedAt}]), createdAt, updatedAt,
-claimedAt, completedAt, task (the submitted Task fields with prompt)}``.
+claimedAt, completedAt, codexThreadRef and turnId (the thread and turn it runs on, live
+from progress uploads, then from the result: what Steer and Continue send), task (the
+submitted Task fields with prompt)}``.
 """
 
 from boss_agent.controlplane.client import LocalClient
