@@ -12,17 +12,13 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
-from tests.daemon_support import WAIT_S, make_config
+from tests.daemon_support import make_config, paired_daemon
 from tests.webdriver import PHONE, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.codex]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-FAST = RetryPolicy.fast()
 TURN_TIMEOUT_S = 50  # a scripted turn takes seconds; under the WebDriver client's 60 s command timeout
 
 _RECORD_ERRORS = "window.pageErrors = []; window.addEventListener('error', (e) => window.pageErrors.push(e.message));"
@@ -54,13 +50,8 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
         sm.text_reply("second turn answer"))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
         config = make_config(tmp_path, plane.url, codex__bin=codex_bin, max_concurrent_tasks=1)
-        await pair_device(config.state_dir, plane.url, plane.create_pairing_code(), policy=FAST)
-        daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg, chromium(tmp_path / "profile", size=PHONE) as browser:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TURN_TIMEOUT_S)
+        async with (paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home),
+                    chromium(tmp_path / "profile", size=PHONE) as browser):
             await browser.open(plane.page_url)
             await browser.wait_for("#connection[data-state=live]")
             await browser.execute(_RECORD_ERRORS)
@@ -104,8 +95,6 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
             assert await browser.execute("return window.pageErrors") == []
             width = await browser.execute("return [document.documentElement.scrollWidth, window.innerWidth]")
             await browser.screenshot(ARTIFACTS / "remote-page-phone.png")
-            daemon.request_stop()
-            await asyncio.wait_for(job, WAIT_S)
     # On a phone a page wider than the screen also widens the layout viewport (innerWidth).
     scroll_width, inner_width = width
     assert scroll_width <= inner_width <= PHONE[0], f"the page does not fit a {PHONE[0]} px screen: {width}"

@@ -16,14 +16,10 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
-from tests.daemon_support import WAIT_S, make_config
+from tests.daemon_support import make_config, paired_daemon
 from tests.e2e_support import REPO, _clean_env
 
-FAST = RetryPolicy.fast()
 LINE_TIMEOUT_S = 60  # codex start-up plus a few scripted model round trips
 
 
@@ -89,7 +85,6 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
     scripted_model: sm.ScriptedModel,
 ) -> None:
     config = make_config(tmp_path, plane.url, codex__bin=codex_bin, max_concurrent_tasks=1)
-    await pair_device(config.state_dir, plane.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(
         sm.turn(sm.update_plan([("Run the check", "in_progress")]),
                 sm.shell_call("echo checked", sandbox_permissions="require_escalated",
@@ -97,12 +92,7 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
         sm.hang(sm.message("still working")),
         sm.text_reply("steered answer"),
         sm.text_reply("second turn answer"))
-    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                    retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), LINE_TIMEOUT_S)
+    async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home):
         task = await run_cli(tmp_path, "task", "a long job", "--workdir", str(workdir))
         first = (await task.line_with("task tsk_")).split()[1]
         await task.line_with("status: running")
@@ -121,8 +111,6 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
         thread = plane.task(first)["codexThreadRef"]
         follow = await run_cli(tmp_path, "task", "and now?", "--workdir", str(workdir), "--thread", thread)
         follow_code, follow_out, follow_err = await follow.finish()
-        daemon.request_stop()
-        await asyncio.wait_for(job, WAIT_S)
     assert steer_code == 0, steer_out + steer_err
     assert "result: steered answer" in steer_out
     assert code == 0 and "status: completed" in out, out + err

@@ -15,14 +15,10 @@ from typing import Any
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
-from tests.daemon_support import WAIT_S, FaultProxy, make_config
+from tests.daemon_support import FaultProxy, make_config, paired_daemon
 
 pytestmark = pytest.mark.codex
-FAST = RetryPolicy.fast()
 TASK_WAIT_S = 60  # codex start-up plus a few scripted model round trips
 
 
@@ -43,14 +39,8 @@ async def test_with_one_slot_a_steer_reaches_the_running_turn_it_names(
 ) -> None:
     cp, proxy = plane
     config = make_config(tmp_path, proxy.url, codex__bin=codex_bin, max_concurrent_tasks=1)
-    await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.hang(sm.message("working on it")), sm.text_reply("steered answer"))
-    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                    retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), TASK_WAIT_S)
+    async with paired_daemon(config, proxy.url, cp.create_pairing_code(), codex_home):
         running_id = cp.submit_task("a long job", workdir=str(workdir))
         # The live ids arrive with progress, long before `complete`.
         await proxy.wait_for(lambda: _live_refs(proxy, running_id), timeout=TASK_WAIT_S)
@@ -64,8 +54,6 @@ async def test_with_one_slot_a_steer_reaches_the_running_turn_it_names(
                                   targetCodexTurnId=view["turnId"])
         done = {task_id: await cp.wait_task(task_id, lambda v: v["result"] is not None, TASK_WAIT_S)
                 for task_id in (steer_id, running_id)}
-        daemon.request_stop()
-        await asyncio.wait_for(job, WAIT_S)
     steer, original = done[steer_id]["result"], done[running_id]["result"]
     assert steer["status"] == "completed", steer
     assert steer["turnId"] == view["turnId"] and steer["resultText"] == "steered answer"

@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
-from tests.daemon_support import WAIT_S, make_config
+from tests.daemon_support import WAIT_S, make_config, paired_daemon
 from tests.e2e_support import REPO, _clean_env
 
-FAST = RetryPolicy.fast()
 TASK_WAIT_S = 60  # codex start-up plus one scripted model round trip
 LONG_GRACE_S = 3600  # far beyond the test's bound: only an immediate cancel lets the daemon stop in time
 CLI_TIMEOUT_S = 60
@@ -32,13 +28,7 @@ async def test_a_stop_cancels_at_once_a_task_that_only_waits_on_an_approval(
                                                  justification="the test asks and nobody answers")))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
         config = make_config(tmp_path, plane.url, codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
-        await pair_device(config.state_dir, plane.url, plane.create_pairing_code(), policy=FAST)
-        daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TASK_WAIT_S)
+        async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home) as (daemon, job):
             task_id = plane.submit_task("run something", workdir=str(workdir))
             await plane.wait_task(task_id, lambda v: v["approvals"], TASK_WAIT_S)
             daemon.request_stop()  # what Ctrl-C on `up` does
