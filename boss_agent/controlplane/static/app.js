@@ -321,18 +321,26 @@ function openCompose(node, mode) {
       approvalMode: spec.approvalMode || "remote" };
     if (spec.workdir) body.workdir = spec.workdir;
     if (mode === "steer") body.targetCodexTurnId = current.turnId;
-    status.className = "compose-status"; status.textContent = "sending…";
-    try {
-      const answer = await call("POST", "/api/local/tasks", body);
-      status.textContent = `queued ${answer.taskId}`;
-      status.dataset.sentTaskId = answer.taskId;
-      form.elements.message.value = "";
-    } catch (err) {
-      status.className = "compose-status error"; status.textContent = err.message;
-    }
+    const taskId = await postTask(body, status);
+    if (taskId) { status.dataset.sentTaskId = taskId; form.elements.message.value = ""; }
   });
   node.querySelector(".compose").replaceChildren(form);
   form.elements.message.focus();
+}
+
+// Submit one task; ``status`` says how it went. The new task's id, or null on an error.
+async function postTask(body, status) {
+  status.classList.remove("error");
+  status.textContent = "sending…";
+  try {
+    const answer = await call("POST", "/api/local/tasks", body);
+    status.textContent = `queued ${answer.taskId}`;
+    return answer.taskId;
+  } catch (err) {
+    status.classList.add("error");
+    status.textContent = err.message;
+    return null;
+  }
 }
 
 function closeCompose(node) {
@@ -419,15 +427,8 @@ function setUp() {
     const body = { prompt: data.get("prompt"), approvalMode: data.get("approvalMode"),
       intentCategory: data.get("intentCategory") };
     if (String(data.get("workdir") || "").trim()) body.workdir = String(data.get("workdir")).trim();
-    status.className = ""; status.textContent = "submitting…";
-    try {
-      const answer = await call("POST", "/api/local/tasks", body);
-      status.textContent = `queued ${answer.taskId}`;
-      status.dataset.taskId = answer.taskId;
-      form.elements.prompt.value = "";
-    } catch (err) {
-      status.className = "error"; status.textContent = err.message;
-    }
+    const taskId = await postTask(body, status);
+    if (taskId) { status.dataset.taskId = taskId; form.elements.prompt.value = ""; }
   });
   document.getElementById("pairing-button").addEventListener("click", async () => {
     const out = document.getElementById("pairing-code");
