@@ -4,16 +4,17 @@ for a task that only waits on an approval, and a busy port is one clear line."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import sys
 from pathlib import Path
 
 import pytest
 
-from boss_agent.controlplane import ControlPlane
+from boss_agent.controlplane import ControlPlane, LocalClient
 from boss_agent.demo import scripted_model as sm
 from tests.daemon_support import WAIT_S, make_config, paired_daemon
-from tests.e2e_support import REPO, _clean_env
+from tests.e2e_support import REPO, UpProcess, _clean_env, pending_approval
 
 TASK_WAIT_S = 60  # codex start-up plus one scripted model round trip
 LONG_GRACE_S = 3600  # far beyond the test's bound: only an immediate cancel lets the daemon stop in time
@@ -37,6 +38,26 @@ async def test_a_stop_cancels_at_once_a_task_that_only_waits_on_an_approval(
     assert view["status"] == "cancelled", view["result"]
     assert view["approvals"][0]["status"] != "decided"
     assert "echo never" not in "".join(str(r.tool_outputs()) for r in scripted_model.requests)
+
+
+@pytest.mark.codex
+async def test_ctrl_c_on_up_does_not_wait_for_an_approval_nobody_will_give(tmp_path: Path, codex_bin: str) -> None:
+    up = UpProcess(tmp_path, codex_bin)
+    up.env["BOSS_GRACE_PERIOD_S"] = str(LONG_GRACE_S)  # only an immediate cancel lets `up` exit in time
+    await asyncio.to_thread(up.start)
+    try:
+        async with LocalClient.for_db_dir(up.controlplane_dir) as client:
+            task_id = await client.submit("show me the demo", workdir=str(up.project("waiting")))
+            async for view in client.follow(task_id):
+                if pending_approval(view):
+                    break
+        assert up.proc is not None
+        up.proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert await asyncio.to_thread(up.proc.wait, WAIT_S) == 0
+    finally:
+        if up.proc is not None and up.proc.poll() is None:
+            up.stop()
+    assert f"task {task_id} cancelled" in up.everything_written()
 
 
 async def test_up_on_a_busy_port_says_so_in_one_line_naming_the_port_and_the_flag(tmp_path: Path) -> None:
