@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from bench.bench_gateway import _free_port, _start_redis
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.codexbin import find_codex
@@ -136,6 +139,52 @@ async def _direct(config: Any, home: Path, arrivals: Arrivals, workdir: Path,
     return to_turn[WARMUP_TASKS:], whole[WARMUP_TASKS:]
 
 
+def _daemon_env(root: Path, config: Any, home: Path, cp: ControlPlane, **extra: str) -> dict[str, str]:
+    return {**os.environ, "BOSS_AGENT_CONFIG": str(root / "config.toml"),
+            "BOSS_STATE_DIR": str(config.state_dir), "BOSS_WORKSPACES": str(root),
+            "BOSS_CODEX_BIN": config.codex.bin, "CODEX_HOME": str(home),
+            "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning", **extra}
+
+
+def _last_beat(cp: ControlPlane) -> str | None:
+    return next((d["lastHeartbeatAt"] for d in cp.devices()), None)
+
+
+@contextlib.asynccontextmanager
+async def _running_daemon(cp: ControlPlane, env: dict[str, str]) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """``python -m boss_agent run`` as a subprocess, yielded once it has heartbeated."""
+    before = _last_beat(cp)
+    proc = subprocess.Popen(  # noqa: ASYNC220 - Popen returns at once
+        [sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # Up: the daemon heartbeated (it does so right after READY): a beat newer than
+        # the one a daemon before it left.
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while _last_beat(cp) in (None, before):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the daemon did not start")
+            await asyncio.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, START_TIMEOUT_S)
+
+
+async def _idle_with_gateway(cp: ControlPlane, env: dict[str, str], root: Path,
+                             window_s: float) -> dict[str, float]:
+    """The idle footprint again, with the Redis gateway on (a real redis-server)."""
+    port = _free_port()
+    redis = _start_redis(port, str(root))
+    try:
+        gateway = {**env, "BOSS_GATEWAY_ENABLED": "true", "BOSS_REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+        async with _running_daemon(cp, gateway) as proc:
+            return await asyncio.to_thread(_footprint, psutil.Process(proc.pid), window_s)
+    finally:
+        redis.kill()
+        redis.wait()
+
+
 async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) -> dict[str, Any]:
     arrivals = Arrivals()
     with tempfile.TemporaryDirectory() as tmp, sm.ScriptedModel(responder=arrivals) as model:
@@ -149,28 +198,15 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
         config = load_config(root / "config.toml", overrides=settings, environ={})
         async with ControlPlane(root / "cp" / "boss.db") as cp:
             await pair_device(config.state_dir, cp.url, cp.create_pairing_code())
-            env = {**os.environ, "BOSS_AGENT_CONFIG": str(root / "config.toml"),
-                   "BOSS_STATE_DIR": settings["state_dir"], "BOSS_WORKSPACES": str(root),
-                   "BOSS_CODEX_BIN": settings["codex.bin"], "CODEX_HOME": str(home),
-                   "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning"}
-            proc = subprocess.Popen(  # noqa: ASYNC220 - Popen returns at once
-                [sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                # Up: the daemon heartbeated (it does so right after READY).
-                deadline = time.monotonic() + START_TIMEOUT_S
-                while not (cp.devices() and cp.devices()[0]["lastHeartbeatAt"]):
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("the daemon did not start")
-                    await asyncio.sleep(0.05)
+            env = _daemon_env(root, config, home, cp)
+            async with _running_daemon(cp, env) as proc:
                 idle = await asyncio.to_thread(_footprint, psutil.Process(proc.pid), window_s)
                 daemon_turn, daemon_whole = await _through_daemon(cp, arrivals, workdir, tasks)
-            finally:
-                proc.terminate()
-                await asyncio.to_thread(proc.wait, START_TIMEOUT_S)
+            idle_gateway = await _idle_with_gateway(cp, env, root, window_s)
         direct_turn, direct_whole = await _direct(config, home, arrivals, workdir, tasks)
     result = {
         **{f"idle_{k}": round(v, 3) for k, v in idle.items()},
+        **{f"idle_gateway_{k}": round(v, 3) for k, v in idle_gateway.items()},
         "claim_to_turn_daemon_ms": round(statistics.median(daemon_turn) * 1000, 1),
         "claim_to_turn_direct_ms": round(statistics.median(direct_turn) * 1000, 1),
         "task_daemon_ms": round(statistics.median(daemon_whole) * 1000, 1),

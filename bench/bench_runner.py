@@ -14,7 +14,9 @@ it) against the scripted model provider, and the task through
   after another, the model streaming with a small per-event delay so waiting on the
   model (not CPU) dominates, as with a real model;
 * ``reuse``: task start (run → the turn's model request) on the warm shared
-  app-server against spawning an app-server for the task.
+  app-server against spawning an app-server for the task, and the whole task against
+  what a user would otherwise run per task, ``codex exec --json`` (a fresh process
+  each time, the same scripted model).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from boss_agent.tasks import Task, TaskResult
 
 ANSWER = "bench answer"
 DEFAULT_SAMPLES = 10
-CONCURRENT_TASKS = 8
+CONCURRENT_TASKS = 32
 STREAM_CHUNKS = 20  # answer deltas per turn in the concurrency row
 STREAM_DELAY_S = 0.03  # per SSE event: ~0.7 s of model time per turn, like a short real answer
 POLL_S = 0.002  # how often the bench looks for the model request of a task it started
@@ -231,6 +233,16 @@ def _cpu_s(pid: int | None) -> float:
     return total
 
 
+class _OwnCpu:
+    """CPU seconds of the calling thread (the event loop's) from construction to ``stop``."""
+
+    def __init__(self) -> None:
+        self.start = time.thread_time()
+
+    def stop(self) -> float:
+        return time.thread_time() - self.start
+
+
 async def _seq_and_conc(tasks: int, one: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
     async def sequential() -> None:
         for index in range(tasks):
@@ -252,10 +264,12 @@ async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS
             runner = env.runner(app)
             await run_task(runner, env.task("warmup"))  # the first thread of a child is slower
             cpu_before = _cpu_s(app.child_pid), time.process_time()
+            daemon_cpu = _OwnCpu()
             seq_s, conc_s = await _seq_and_conc(
                 tasks, lambda i: run_task(runner, env.task(f"task_{i}_{time.monotonic_ns()}")))
             codex_cpu = _cpu_s(app.child_pid) - cpu_before[0]
             own_cpu = time.process_time() - cpu_before[1]
+            runner_cpu_s = daemon_cpu.stop()
             bare_seq_s, bare_conc_s = await _seq_and_conc(tasks, lambda _: bare_turn(app, env))
     return {"tasks": tasks, "sequential_s": round(seq_s, 3), "concurrent_s": round(conc_s, 3),
             "speedup": round(seq_s / conc_s, 2),
@@ -264,6 +278,9 @@ async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS
             "codex_cpu_ms_per_task": round(codex_cpu / (2 * tasks) * 1000, 1),
             # This process: the runner, the client and the scripted model's server threads.
             "bench_process_cpu_ms_per_task": round(own_cpu / (2 * tasks) * 1000, 1),
+            # The daemon's own share: the CPU of this process's event-loop thread, where
+            # the runner, the client and the card live (the model server has its own threads).
+            "daemon_cpu_ms_per_task": round(runner_cpu_s / (2 * tasks) * 1000, 1),
             "cpus": os.cpu_count(),
             "bare_client_sequential_s": round(bare_seq_s, 3),
             "bare_client_concurrent_s": round(bare_conc_s, 3),
@@ -295,24 +312,47 @@ async def _spawned(env: Env, name: str, model: Model) -> tuple[float, float]:
     return arrived - start, finished - start
 
 
+async def exec_task(env: Env) -> float:
+    """One task as a user would run it without boss-agent: ``codex exec --json``, to its end."""
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        env.codex, "exec", "--json", "--skip-git-repo-check", "-C", str(env.workdir), "--", "benchmark",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "CODEX_HOME": str(env.home)})
+    try:
+        async with asyncio.timeout(ARRIVAL_TIMEOUT_S):
+            out, _ = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    if proc.returncode != 0 or ANSWER.encode() not in out:
+        raise RuntimeError(f"codex exec exited {proc.returncode} without the answer")
+    return time.monotonic() - start
+
+
 async def reuse(samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
     model = Model()
-    warm_start, warm_whole, spawn_start, spawn_whole = [], [], [], []
+    warm_start, warm_whole, spawn_start, spawn_whole, execs = [], [], [], [], []
     with environment(model) as env:
         async with env.app_server() as app:
             runner = env.runner(app)
             await run_task(runner, env.task("warmup"))
-            for index in range(samples):  # alternate, so drift hits both alike
+            await exec_task(env)  # the first exec warms the page cache for the binary
+            for index in range(samples):  # alternate, so drift hits all three alike
                 to_turn, whole = await _timed_start(model, runner, env.task(f"warm_{index}"))
                 warm_start.append(to_turn)
                 warm_whole.append(whole)
                 to_turn, whole = await _spawned(env, f"spawn_{index}", model)
                 spawn_start.append(to_turn)
                 spawn_whole.append(whole)
+                execs.append(await exec_task(env))
     result = {"warm_start_ms": _ms(warm_start), "spawn_start_ms": _ms(spawn_start),
-              "warm_task_ms": _ms(warm_whole), "spawn_task_ms": _ms(spawn_whole), "samples": samples}
+              "warm_task_ms": _ms(warm_whole), "spawn_task_ms": _ms(spawn_whole),
+              "exec_task_ms": _ms(execs), "samples": samples}
     result["start_ratio"] = round(result["warm_start_ms"] / result["spawn_start_ms"], 3)
     result["start_speedup"] = round(result["spawn_start_ms"] / result["warm_start_ms"], 1)
+    result["exec_ratio"] = round(result["warm_task_ms"] / result["exec_task_ms"], 3)
     return result
 
 

@@ -21,11 +21,11 @@ from boss_agent.errors import AppServerUnavailable
 VERSION_TIMEOUT_S = 15  # `codex --version` through node can be slow on a loaded 2-core box
 _VERSION = re.compile(r"(\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?)")
 
-# Environment variables the daemon uses for itself and never hands to codex.
+# Every BOSS_* variable is the daemon's own (its config, with URLs that carry passwords,
+# and its secrets): none reaches codex or the commands it runs.
+DAEMON_ENV_PREFIX = "BOSS_"
+# The daemon's other variables, named: systemd's channel to the daemon.
 DAEMON_SECRET_ENV = (
-    "BOSS_DEVICE_TOKEN",
-    "BOSS_LOCAL_SECRET",
-    "BOSS_CODEX_APP_SERVER_AUTH_TOKEN",
     "NOTIFY_SOCKET",
     "WATCHDOG_USEC",
     "WATCHDOG_PID",
@@ -106,7 +106,8 @@ def codex_version(path: str) -> str:
 
 
 def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment for a codex child, minus the daemon's own secrets."""
-    env = {k: v for k, v in os.environ.items() if k not in DAEMON_SECRET_ENV}
+    """The daemon's environment for a codex child, minus every ``BOSS_*`` and the daemon's secrets."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(DAEMON_ENV_PREFIX) and k not in DAEMON_SECRET_ENV}
     env.update(extra or {})
     return env

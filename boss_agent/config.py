@@ -7,12 +7,14 @@ frozen ``Config`` and never parses a string again. A bad value raises
 line and exit code 2).
 
 The table ``KEYS`` is the single list of keys: the loader, ``config.example.toml``
-(checked by a test) and the docs all follow it.
+(checked by a test) and the docs all follow it. The one exception is the
+``[projects]`` table (project id -> path), whose keys are the owner's own names.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # strictest first
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")  # strictest first
 APPROVAL_MODES = ("remote", "deny")
 FALLBACKS = ("exec", "cua")
+PROJECTS = "projects"  # the [projects] table: project id -> path
 
 
 def _str(value: Any) -> str:
@@ -76,7 +79,7 @@ def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if value not in options:
             raise ValueError(f"must be one of {', '.join(options)}")
-        return value
+        return str(value)
 
     return parse
 
@@ -132,6 +135,8 @@ KEYS: tuple[Key, ...] = (
         "token, device id, discovery cache, report spool, lock, logs"),
     Key("workspaces", "BOSS_WORKSPACES", None, _paths,
         "roots a task's workdir must lie in (default: your home)"),
+    Key("default_workdir", "BOSS_DEFAULT_WORKDIR", None, _opt_path,
+        "where a task naming no workdir runs (default: a per-thread scratch dir in the state dir)"),
     Key("max_concurrent_tasks", "BOSS_MAX_CONCURRENT_TASKS", 2, _int(1, 64),
         "tasks run at once"),
     Key("grace_period_s", "BOSS_GRACE_PERIOD_S", 30, _int(0, 3600),
@@ -158,7 +163,7 @@ KEYS: tuple[Key, ...] = (
         "per-request deadline (codex may drop replies when overloaded)"),
     Key("codex.approval_policy", "BOSS_CODEX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "default approval policy for tasks that name none"),
-    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "never",
+    Key("codex.max_approval_policy", "BOSS_CODEX_MAX_APPROVAL_POLICY", "on-request",
         _choice(APPROVAL_POLICIES), "the most permissive approval policy a task may get"),
     Key("codex.sandbox", "BOSS_CODEX_SANDBOX", "workspace-write", _choice(SANDBOXES),
         "default sandbox for tasks that name none"),
@@ -225,6 +230,10 @@ class Config:
     codex: CodexSettings
     gateway: GatewaySettings
     cua_bin: str | None
+    default_workdir: Path | None = None
+    projects: dict[str, Path] = field(default_factory=dict)
+    # False when ``workspaces`` is the built-in default (home), which the owner did not list.
+    workspaces_listed: bool = True
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -260,6 +269,23 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+_PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _projects(value: Any) -> dict[str, Path]:
+    """The ``[projects]`` table: project id -> directory (ids are advertised, paths never)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("expected a table of project id = path")
+    projects: dict[str, Path] = {}
+    for project_id, path in value.items():
+        if not isinstance(project_id, str) or not _PROJECT_ID.fullmatch(project_id) or ".." in project_id:
+            raise ValueError(f"{project_id!r}: ids are letters, digits, '_', '.', '-'")
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{project_id}: must be a directory path")
+        projects[project_id] = _path(path).resolve()
+    return projects
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -268,8 +294,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    projects = data.pop(PROJECTS, None)
     flat = _flatten(data)
-    unknown = sorted(set(flat) - set(KEYS_BY_NAME))
+    if projects is not None:
+        flat[PROJECTS] = projects
+    unknown = sorted(set(flat) - set(KEYS_BY_NAME) - {PROJECTS})
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}")
     return flat
@@ -283,20 +312,21 @@ def load_config(
     """Load and validate the configuration; raise ConfigError on any bad value."""
     env = os.environ if environ is None else environ
     explicit = path or env.get(CONFIG_ENV)
-    config_path = Path(explicit).expanduser() if explicit else default_config_path()
-    if explicit and not config_path.is_file():
-        raise ConfigError(f"{config_path}: no such config file")
+    candidate = Path(explicit).expanduser() if explicit else default_config_path()
+    if explicit and not candidate.is_file():
+        raise ConfigError(f"{candidate}: no such config file")
     raw: dict[str, tuple[Any, str]] = {k.name: (k.default, "default") for k in KEYS}
-    if config_path.is_file():
-        for name, value in _read_file(config_path).items():
+    raw[PROJECTS] = ({}, "default")
+    config_path = candidate if candidate.is_file() else None
+    if config_path is not None:
+        from_file = _read_file(config_path)
+        for name, value in from_file.items():
             raw[name] = (value, str(config_path))
-    else:
-        config_path = None
     for key in KEYS:
         if key.env and key.env in env:
             raw[key.name] = (env[key.env], f"environment {key.env}")
     for name, value in (overrides or {}).items():
-        if name not in KEYS_BY_NAME:
+        if name not in KEYS_BY_NAME and name != PROJECTS:
             raise ConfigError(f"unknown setting {name!r}")
         if value is not None:
             raw[name] = (value, "command line")
@@ -307,6 +337,11 @@ def load_config(
             values[key.name] = key.parse(value) if value is not None else None
         except ValueError as exc:
             raise ConfigError(f"{key.name} ({source}): {exc}") from None
+    value, source = raw[PROJECTS]
+    try:
+        values[PROJECTS] = _projects(value)
+    except ValueError as exc:
+        raise ConfigError(f"{PROJECTS} ({source}): {exc}") from None
     return _build(values, config_path, {name: src for name, (_, src) in raw.items()})
 
 
@@ -331,6 +366,9 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         codex=codex,
         gateway=gateway,
         cua_bin=v["cua.bin"],
+        default_workdir=v["default_workdir"],
+        projects=v[PROJECTS],
+        workspaces_listed=bool(v["workspaces"]),
         config_path=config_path,
         sources=sources,
     )

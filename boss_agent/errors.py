@@ -38,6 +38,8 @@ that meets them, and chained with ``raise ... from exc``.
 
 from __future__ import annotations
 
+from typing import Any
+
 # JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/test_errors.py.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -122,7 +124,7 @@ class ServerOverloaded(RpcError):
     """codex answered -32001 "Server overloaded; retry later."."""
 
 
-def rpc_error_from_wire(error: dict) -> RpcError:
+def rpc_error_from_wire(error: dict[str, Any]) -> RpcError:
     """Build the typed error for a wire ``{"code", "message", "data"}`` object."""
     code = error.get("code")
     code = code if isinstance(code, int) else INTERNAL_ERROR

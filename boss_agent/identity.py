@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from boss_agent.errors import StateError
 logger = logging.getLogger(__name__)
 
 IDENTITY_FILE = "device.json"
+LOCAL_ID_FILE = "local_device_id"  # a gateway-only device's id (no Boss server gave it one)
 TOKEN_FILE = "device_token"
 DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000  # the contract's example value; the server overrides it
 
@@ -116,3 +118,23 @@ def identity_stamp(state_dir: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (stat.st_mtime_ns, stat.st_ino)
+
+
+def local_device_id(state_dir: Path) -> str:
+    """This device's own id for a gateway-only device, created once in the state dir."""
+    path = state_dir / LOCAL_ID_FILE
+    try:
+        existing = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        existing = ""
+    except OSError as exc:
+        raise StateError(f"the local device id in {state_dir} is unreadable ({exc.strerror})") from exc
+    if existing:
+        return existing
+    device_id = f"local-{uuid.uuid4().hex[:16]}"
+    ensure_state_dir(state_dir)
+    try:
+        write_atomic(path, device_id.encode(), 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot store the local device id in {state_dir} ({exc.strerror})") from exc
+    return device_id

@@ -12,11 +12,11 @@ import json
 import logging
 import os
 import sys
-import time
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from boss_agent.redact import sanitize_text
+from boss_agent.timefmt import utc_iso
 
 LOG_FILE_BYTES = 5 * 1024 * 1024  # one rotated file; five of them bound the disk use
 LOG_FILE_BACKUPS = 5
@@ -29,7 +29,7 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # a bad format string must not kill logging
+        except Exception:  # noqa: BLE001 - a bad format string must not kill logging
             message = str(record.msg)
         record.msg = sanitize_text(message, limit=MAX_MESSAGE_CHARS)
         record.args = None
@@ -45,8 +45,7 @@ class RedactingFilter(logging.Filter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": utc_iso(record.created, ms=True),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

@@ -9,6 +9,7 @@ one task and go on.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -18,6 +19,10 @@ from boss_agent.errors import TaskRejected
 INTENTS = ("conversation_reply", "dispatch_execution", "thread_collaboration", "computer_use")
 MAX_PROMPT_CHARS = 200_000  # a prompt larger than this is a client bug, not a task
 MAX_ID_CHARS = 200
+# A thread or turn ref is data that ends up in codex argv and RPC params: a codex id
+# (a UUID matches this too) or a plain thread name. Never a leading "-", never a space.
+THREAD_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+INVALID_THREAD_REF = "invalid_thread_ref"
 
 Status = Literal["completed", "failed", "cancelled"]
 Backend = Literal["app_server", "exec", "cua"]
@@ -95,8 +100,8 @@ class TaskSink(Protocol):
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         """Ask the user; return the decision (or user-input answers). May block long."""
 
-    # Optional: ``def turn_known(self, thread_ref: str, turn_id: str) -> None`` — the
-    # live thread and turn, as soon as Codex named them (a source that lets its user
+    # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
+    # the live thread and turn, as soon as Codex named them (a source that lets its user
     # steer the turn or continue the thread sends them on; the card never carries ids).
 
 
@@ -109,13 +114,33 @@ def _opt_str(raw: Mapping[str, Any], key: str, limit: int = MAX_ID_CHARS) -> str
     return value or None
 
 
+def _ref(raw: Mapping[str, Any], key: str) -> str | None:
+    """A thread or turn reference, validated before anything can run with it."""
+    value = raw.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not THREAD_REF.fullmatch(value):
+        raise TaskRejected(f"{key} is not a codex thread id or thread name", INVALID_THREAD_REF)
+    return value
+
+
+REF_FIELDS = {"codex_thread_ref": "codexThreadRef", "source_thread_ref": "sourceCodexThreadRef",
+              "target_thread_ref": "targetCodexThreadRef", "target_turn_id": "targetCodexTurnId"}
+
+
+def check_refs(task: Task) -> None:
+    """Re-check a task's refs where it is run, whoever built it (``TaskRejected``)."""
+    for name, key in REF_FIELDS.items():
+        _ref({key: getattr(task, name)}, key)
+
+
 def _choice(raw: Mapping[str, Any], key: str, options: tuple[str, ...], default: str | None) -> str | None:
     value = raw.get(key)
     if value is None:
         return default
     if value not in options:
         raise TaskRejected(f"{key} must be one of {', '.join(options)}")
-    return value
+    return str(value)
 
 
 def parse_task(raw: Any) -> Task:
@@ -143,10 +168,10 @@ def parse_task(raw: Any) -> Task:
         attempt=attempt,
         project_id=_opt_str(raw, "projectId"),
         workdir=_opt_str(raw, "workdir", 4096),
-        codex_thread_ref=_opt_str(raw, "codexThreadRef"),
-        source_thread_ref=_opt_str(raw, "sourceCodexThreadRef"),
-        target_thread_ref=_opt_str(raw, "targetCodexThreadRef"),
-        target_turn_id=_opt_str(raw, "targetCodexTurnId"),
+        codex_thread_ref=_ref(raw, "codexThreadRef"),
+        source_thread_ref=_ref(raw, "sourceCodexThreadRef"),
+        target_thread_ref=_ref(raw, "targetCodexThreadRef"),
+        target_turn_id=_ref(raw, "targetCodexTurnId"),
         model=_opt_str(raw, "model"),
         approval_mode=_choice(raw, "approvalMode", ("remote", "deny"), "remote") or "remote",
         approval_policy=_choice(raw, "approvalPolicy", ("untrusted", "on-request", "never"), None),

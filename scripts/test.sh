@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Debian packages, Python venv, the pinned codex CLI)
-# on a fresh machine, then run the whole test suite. Extra arguments go to pytest.
+# on a fresh machine, check lint (ruff) and types (mypy --strict, configured in
+# pyproject.toml), then run the whole test suite. Extra arguments go to pytest.
+# BOSS_TEST_SKIP_LINT=1 skips the two checks for a quick focused run (CI never sets it).
 set -euo pipefail
 source "$(dirname "$0")/setup-common.sh"
 cd "$ROOT"
@@ -11,6 +13,13 @@ ensure_debian_packages git:git redis-server:redis-server Xvfb:xvfb openbox:openb
 ensure_venv test,cua
 BOSS_TEST_CODEX_BIN="$(ensure_codex)"
 export BOSS_TEST_CODEX_BIN
+
+if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
+  log "ruff check"
+  "$VENV/bin/ruff" check --quiet boss_agent tests bench
+  log "mypy --strict boss_agent"
+  "$VENV/bin/mypy"
+fi
 
 # The tests own their state: no user config, state dir or codex login leaks in.
 unset BOSS_AGENT_CONFIG BOSS_SERVER_URL BOSS_STATE_DIR CODEX_HOME

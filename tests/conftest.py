@@ -23,7 +23,7 @@ from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 # logger already has a handler: give it one, so no test litters the working tree.
 logging.getLogger("by-framework").addHandler(logging.NullHandler())
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 PINNED_CODEX_VERSION = "0.171.0"
 REDIS_START_TIMEOUT_S = 10
 
@@ -122,3 +122,21 @@ def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _restore_boss_agent_logging() -> Iterator[None]:
+    """Every test starts with the ``boss_agent`` logger as pytest's caplog expects it.
+
+    ``setup_logging`` (called by in-process CLI runs and the log tests) stops
+    propagation and swaps handlers; without this, a later test's ``caplog`` sees nothing.
+    """
+    tree = logging.getLogger("boss_agent")
+    saved = tree.level, tree.propagate, list(tree.handlers)
+    yield
+    for handler in list(tree.handlers):
+        if handler not in saved[2]:
+            tree.removeHandler(handler)
+            handler.close()
+    tree.setLevel(saved[0])
+    tree.propagate = saved[1]

@@ -18,9 +18,10 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -85,8 +86,8 @@ class Connection:
                 if not loop.done():
                     await self.close()
 
-    def _side_jobs(self) -> list[Awaitable[None]]:
-        jobs: list[Awaitable[None]] = []
+    def _side_jobs(self) -> list[Coroutine[Any, Any, None]]:
+        jobs: list[Coroutine[Any, Any, None]] = []
         if self.child is not None:
             jobs.append(self.child.drain_stderr())
             if self.transport.kind != "stdio":
@@ -228,7 +229,7 @@ async def _poll_listening(child: ChildProcess, readyz: str | None, socket_path: 
         while True:
             if not child.running:
                 raise AppServerUnavailable(f"codex app-server listener exited (code {child.proc.returncode})")
-            if socket_path is not None and socket_path.exists():
+            if socket_path is not None and socket_path.exists():  # noqa: ASYNC240 - one stat, no I/O wait
                 return
             if readyz is not None:
                 try:
@@ -244,7 +245,8 @@ def free_loopback_port() -> int:
     # then fails to start and the supervisor's next attempt picks a new one.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def write_private(path: Path, text: str) -> None:

@@ -28,7 +28,6 @@ import os
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.errors import AppServerError
 from boss_agent.redact import sanitize_text
+from boss_agent.timefmt import utc_iso
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ async def discover(client: AppServerClient, version: str, *,
                               for p in market.get("plugins") or []
                               if p.get("installed") and p.get("enabled")),
             "apps": _names(a for a in apps if a.get("isEnabled", True) is not False),
-            "discoveredAt": _iso(time.time())}
+            "discoveredAt": utc_iso()}
 
 
 async def _paged(client: AppServerClient, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -116,8 +116,6 @@ def model_roles(catalogue: list[dict[str, Any]]) -> dict[str, Any]:
             "defaultModel": default, "fastModel": fast, "deepModel": deep}
 
 
-def _iso(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DiscoveryCache:

@@ -39,6 +39,7 @@ from boss_agent.errors import (
     RpcError,
     ServerOverloaded,
 )
+from boss_agent.jsonshape import obj
 
 logger = logging.getLogger(__name__)
 
@@ -108,25 +109,25 @@ class AppServerClient:
     # ----------------------------------------------------------- typed wrappers
 
     async def thread_start(self, **params: Any) -> dict[str, Any]:
-        return await self.call("thread/start", params)
+        return obj(await self.call("thread/start", params))
 
     async def thread_resume(self, thread_id: str, **params: Any) -> dict[str, Any]:
-        return await self.call("thread/resume", {"threadId": thread_id, **params})
+        return obj(await self.call("thread/resume", {"threadId": thread_id, **params}))
 
     async def thread_read(self, thread_id: str, include_turns: bool = False) -> dict[str, Any]:
-        return await self.call("thread/read", {"threadId": thread_id, "includeTurns": include_turns})
+        return obj(await self.call("thread/read", {"threadId": thread_id, "includeTurns": include_turns}))
 
     async def thread_items_list(self, thread_id: str, **params: Any) -> dict[str, Any]:
-        return await self.call("thread/items/list", {"threadId": thread_id, **params})
+        return obj(await self.call("thread/items/list", {"threadId": thread_id, **params}))
 
     async def thread_turns_list(self, thread_id: str, **params: Any) -> dict[str, Any]:
-        return await self.call("thread/turns/list", {"threadId": thread_id, **params})
+        return obj(await self.call("thread/turns/list", {"threadId": thread_id, **params}))
 
     async def thread_inject_items(self, thread_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-        return await self.call("thread/inject_items", {"threadId": thread_id, "items": items})
+        return obj(await self.call("thread/inject_items", {"threadId": thread_id, "items": items}))
 
     async def turn_interrupt(self, thread_id: str, turn_id: str) -> dict[str, Any]:
-        return await self.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+        return obj(await self.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id}))
 
     async def turn_start(self, thread_id: str, input: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         """Start (or, when a turn is active, join) a turn; never started twice on a timeout."""
@@ -155,14 +156,14 @@ class AppServerClient:
     async def _unrepeatable(self, method: str, payload: dict[str, Any],
                             already_ran: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[str, Any]:
         try:
-            return await self.call(method, payload)
+            return obj(await self.call(method, payload))
         except RequestTimeout:
             logger.warning("%s got no answer; checking the thread before resending", method)
         found = await already_ran()
         if found is not None:
             logger.info("%s had run despite the lost answer; not resending", method)
             return found
-        return await self.call(method, payload)
+        return obj(await self.call(method, payload))
 
     async def _turn_with_message(self, thread_id: str, client_id: str) -> dict[str, Any] | None:
         """The newest turn holding the user message we tagged with ``client_id``."""
@@ -178,7 +179,7 @@ class AppServerClient:
         for turn in page.get("data") or []:
             for item in turn.get("items") or []:
                 if item.get("type") == "userMessage" and item.get("clientId") == client_id:
-                    return turn
+                    return obj(turn)
         return None
 
     # ----------------------------------------------------------- listeners

@@ -98,7 +98,7 @@ class ThreadListener:
 
     def __init__(self, thread_ids: set[str] | None) -> None:
         self._threads = thread_ids  # None: every notification (no server requests)
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue: asyncio.Queue[Delivery | object] = asyncio.Queue()
         self._closed: ConnectionClosed | None = None
         self._requests: list[ServerRequest] = []  # every request routed here
 
@@ -139,6 +139,7 @@ class ThreadListener:
             self._queue.put_nowait(_CLOSED)  # keep raising on every later call
             assert self._closed is not None
             raise ConnectionClosed(str(self._closed))
+        assert isinstance(item, Notification | ServerRequest)
         return item
 
 

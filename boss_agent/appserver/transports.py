@@ -147,7 +147,7 @@ CODEX_AUTH_REASONS = frozenset({
 })
 
 
-def _reason(body: bytes) -> str:
+def _reason(body: bytes | bytearray) -> str:
     text = body.decode("utf-8", "replace").strip()
     return text if text in CODEX_AUTH_REASONS else sanitize_text(text, limit=200)
 

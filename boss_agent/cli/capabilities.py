@@ -32,7 +32,8 @@ def view(document: dict[str, Any] | None) -> dict[str, Any]:
     shown.update({key: metadata.get(key) for key in _KEYS})
     if metadata.get("error"):
         shown["error"] = metadata["error"]
-    return clean(shown)
+    cleaned: dict[str, Any] = clean(shown)
+    return cleaned
 
 
 def cached_capabilities(config: Config) -> dict[str, Any]:

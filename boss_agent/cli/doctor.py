@@ -35,7 +35,9 @@ from boss_agent.errors import (
     ServiceError,
     Unauthorized,
 )
-from boss_agent.identity import TOKEN_FILE, load_identity
+from boss_agent.daemon.statefile import read_state
+from boss_agent.identity import LOCAL_ID_FILE, TOKEN_FILE, load_identity
+from boss_agent.sources.gateway.probe import describe, probe_worker
 from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
@@ -166,6 +168,8 @@ async def check_server(config: Config) -> Check:
     except BossAgentError as exc:
         return _check("server", "fail", str(exc), PAIR_FIX)
     if identity is None:
+        if config.gateway.enabled and not config.server_url:
+            return _check("server", "ok", "gateway-only device: no Boss server needed")
         return _check("server", "warn", "not paired", PAIR_FIX)
     body = {"deviceId": identity.device_id, "slots": 0, "waitMs": 0}
     once = RetryPolicy(give_up_after_s=0.0)  # doctor reports the first answer; no retries
@@ -193,15 +197,39 @@ async def check_redis(config: Config) -> Check:
 
     client = aioredis.Redis.from_url(config.gateway.redis_url, socket_connect_timeout=REDIS_TIMEOUT_S,
                                      socket_timeout=REDIS_TIMEOUT_S)
+    gw = config.gateway
     try:
         async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
-            await client.ping()
+            facts = await probe_worker(client, _worker_id(config), gw.agent_types, gw.consumer_group)
     except (RedisError, OSError, TimeoutError) as exc:
-        return _check("redis", "fail", f"{config.gateway.redis_url}: {_why(exc)}",
+        return _check("redis", "fail", f"{gw.redis_url}: {_why(exc)}",
                       "start Redis, or fix gateway.redis_url, or set gateway.enabled = false")
     finally:
         await client.aclose()
-    return _check("redis", "ok", f"{config.gateway.redis_url} answers PING")
+    detail = describe(facts, gw.consumer_group)
+    state = read_state(config.state_dir) or {}
+    if facts["lease"] and state.get("gateway_poison") is not None:
+        detail += f"; {state['gateway_poison']} poison entries dropped since start"
+    return _check("redis", "ok", f"{gw.redis_url} answers PING; {detail}")
+
+
+def _worker_id(config: Config) -> str:
+    """The gateway worker id the daemon uses (without creating a local device id)."""
+    from boss_agent.daemon.runtime import gateway_worker_id
+
+    if config.gateway.worker_id:
+        return config.gateway.worker_id
+    try:
+        identity = load_identity(config.state_dir)
+    except BossAgentError:
+        identity = None
+    if identity is not None:
+        return gateway_worker_id(identity.device_id)
+    try:
+        local = (config.state_dir / LOCAL_ID_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        local = ""
+    return gateway_worker_id(local or "unknown")
 
 
 # ----------------------------------------------------------------- running them

@@ -23,7 +23,7 @@ from boss_agent.appserver.discovery import load_cached
 from boss_agent.codexbin import codex_version, find_codex
 from boss_agent.config import Config
 from boss_agent.errors import AppServerError, StateError
-from boss_agent.identity import TOKEN_FILE, Identity, load_identity
+from boss_agent.identity import LOCAL_ID_FILE, TOKEN_FILE, Identity, load_identity
 from boss_agent.redact import mask_secrets, relativize_paths
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR
 from boss_agent.daemon.statefile import STATE_FILE, read_state, status_snapshot
@@ -79,6 +79,30 @@ def _revoked(identity: Identity | None, state: dict[str, Any], state_dir: Path) 
     return token_mtime <= written
 
 
+def gateway_status(config: Config, state: dict[str, Any], running: bool) -> dict[str, Any]:
+    """The gateway as the daemon last wrote it (live values only while it runs)."""
+    data: dict[str, Any] = {
+        "redisUrl": config.gateway.redis_url, "agentTypes": list(config.gateway.agent_types),
+        "group": config.gateway.consumer_group, "gatewayOnly": not config.server_url,
+        "projects": sorted(config.projects),
+    }
+    if running and state.get("gateway_worker_id"):
+        data.update({
+            "workerId": state["gateway_worker_id"], "redisReachable": state.get("gateway_connected"),
+            "leaseTtlS": state.get("gateway_lease_ttl_s"), "pending": state.get("gateway_pending"),
+            "poison": state.get("gateway_poison"), "forwarded": state.get("gateway_forwarded"),
+            "threads": state.get("gateway_threads"),
+        })
+    return data
+
+
+def _local_device_id(state_dir: Path) -> str | None:
+    try:
+        return (state_dir / LOCAL_ID_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -95,7 +119,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "paired": identity is not None and not revoked,
         "unpaired": revoked,
         "server": identity.server_url if identity else config.server_url,
-        "deviceId": identity.device_id if identity else None,
+        "deviceId": identity.device_id if identity else _local_device_id(state_dir),
         "stateDir": str(state_dir),
         "daemonRunning": snap["running"],
         "daemonPid": snap["daemon_pid"],
@@ -114,7 +138,10 @@ def collect_status(config: Config) -> dict[str, Any]:
         data["unfinishedTasks"] = count_records(state_dir, RUNNING_DIR)
     if identity_error:
         data["identityError"] = identity_error
+    if config.gateway.enabled:
+        data["gateway"] = gateway_status(config, state, snap["running"])
     data.update(codex_facts(config, state.get("codex_version")))
     if snap["running"] and state.get("codex_transport"):
         data["codexTransport"] = state["codex_transport"]  # the live one (after a fallback)
-    return clean(data)
+    cleaned: dict[str, Any] = clean(data)
+    return cleaned

@@ -90,8 +90,20 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
         render(data)
 
 
+def _flat(data: dict[str, Any]) -> dict[str, Any]:
+    """A nested section (``gateway``) as ``gateway.workerId`` lines."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in _flat(value).items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def render_pairs(data: dict[str, Any]) -> None:
-    """``key  value`` lines; lists joined by commas, None as ``-``."""
+    """``key  value`` lines; nested sections dotted, lists joined by commas, None as ``-``."""
+    data = _flat(data)
     width = max(len(k) for k in data) if data else 0
     for key, value in data.items():
         if isinstance(value, list | tuple):

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from boss_agent.aio import race
 from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
@@ -76,8 +77,6 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
             running = tg.create_task(daemon.run(ready), name="daemon")
             # Ordering: report readiness only once the daemon claims, or the user's
             # first task would sit in the queue with no device to take it.
-            waiter = tg.create_task(ready.wait())
-            await asyncio.wait({running, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await race(running, ready.wait())  # the daemon task is watched, not cancelled
             if ready.is_set() and on_ready is not None:
                 on_ready(plane.page_url)
-            waiter.cancel()

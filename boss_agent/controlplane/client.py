@@ -21,6 +21,7 @@ import httpx
 from boss_agent.controlplane.queue import FINISHED
 from boss_agent.controlplane.security import SECRET_FILE, URL_FILE
 from boss_agent.errors import ControlPlaneError
+from boss_agent.jsonshape import obj
 
 REQUEST_TIMEOUT_S = 30.0  # every local call is a quick database operation
 STREAM_READ_TIMEOUT_S = 60.0  # the server sends a keepalive every 15 s; four missed means it is gone
@@ -52,7 +53,9 @@ class LocalClient:
         try:
             secret = (directory / SECRET_FILE).read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise ControlPlaneError(503, "no_secret", f"cannot read the control plane's secret ({exc.strerror})") from exc
+            raise ControlPlaneError(
+                503, "no_secret", f"cannot read the control plane's secret ({exc.strerror})"
+            ) from exc
         return cls(url, secret)
 
     async def __aenter__(self) -> Self:
@@ -61,30 +64,30 @@ class LocalClient:
     async def __aexit__(self, *exc: object) -> None:
         await self._http.aclose()
 
-    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
             response = await self._http.request(method, path, json=body)
         except httpx.HTTPError as exc:
             raise ControlPlaneError(503, "unreachable", f"the control plane at {self.url} did not answer") from exc
         if response.status_code >= 400:
             raise _refusal(response)
-        return response.json()
+        return obj(response.json())  # every local API answer is a JSON object
 
     async def submit(self, prompt: str, **fields: Any) -> str:
-        return (await self._call("POST", "/api/local/tasks", {"prompt": prompt, **fields}))["taskId"]
+        return str((await self._call("POST", "/api/local/tasks", {"prompt": prompt, **fields}))["taskId"])
 
     async def task(self, task_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/api/local/tasks/{task_id}")
 
     async def cancel(self, task_id: str) -> str:
-        return (await self._call("POST", f"/api/local/tasks/{task_id}/cancel"))["status"]
+        return str((await self._call("POST", f"/api/local/tasks/{task_id}/cancel"))["status"])
 
     async def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         await self._call("POST", f"/api/local/approvals/{task_id}/{approval_id}", {"decision": decision})
 
     async def pairing_code(self, ttl_s: int | None = None) -> str:
         body = {} if ttl_s is None else {"ttlS": ttl_s}
-        return (await self._call("POST", "/api/local/pairing-codes", body))["pairingCode"]
+        return str((await self._call("POST", "/api/local/pairing-codes", body))["pairingCode"])
 
     async def follow(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
         """The task's view now and after every change, until it is finished."""

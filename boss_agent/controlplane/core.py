@@ -93,7 +93,7 @@ class Core:
         self.queue_changed.fire()
         self._task_changed(task_id)
 
-    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+    def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         self.queue.decide(task_id, approval_id, decision)
         self.approvals_changed.fire()
         self._task_changed(task_id)

@@ -16,9 +16,10 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from boss_agent.timefmt import utc_iso
 
 BUSY_TIMEOUT_MS = 5000  # another process holding the write lock gets this long before we fail
 
@@ -76,7 +77,7 @@ def iso(ts: float | None) -> str | None:
     """Epoch seconds as the API's ISO-8601 UTC string."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(ts)
 
 
 def dumps(value: Any) -> str:
@@ -124,7 +125,8 @@ class Database:
         self.conn.execute("COMMIT")
 
     def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
-        return self.conn.execute(sql, args).fetchone()
+        row: sqlite3.Row | None = self.conn.execute(sql, args).fetchone()
+        return row
 
     def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
         return self.conn.execute(sql, args).fetchall()

@@ -263,6 +263,7 @@ class TaskQueue:
         """Abandon running tasks whose lease ran out (or all of ``device_id``'s)."""
         now = self.db.clock()
         with self.db.transaction() as conn:
+            args: tuple[float | str, ...]
             if device_id is None:
                 where, args = "lease_expires_at < ?", (now,)
             else:

@@ -166,7 +166,7 @@ class ControlPlane:
     def cancel_task(self, task_id: str) -> str:
         return self.core.cancel_task(task_id)
 
-    def decide(self, task_id: str, approval_id: str, decision: str) -> None:
+    def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         self.core.decide(task_id, approval_id, decision)
 
     def revoke_device(self, device_id: str) -> None:

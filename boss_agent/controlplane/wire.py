@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 from aiohttp import web
 
@@ -61,6 +61,11 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+@overload
+def need_str(body: dict[str, Any], key: str, *, optional: Literal[False] = False,
+             limit: int = MAX_SHORT_STR) -> str: ...
+@overload
+def need_str(body: dict[str, Any], key: str, *, optional: bool, limit: int = MAX_SHORT_STR) -> str | None: ...
 def need_str(body: dict[str, Any], key: str, *, optional: bool = False, limit: int = MAX_SHORT_STR) -> str | None:
     value = body.get(key)
     if value is None and optional:
@@ -77,6 +82,10 @@ def need_int(body: dict[str, Any], key: str, lo: int, hi: int, default: int | No
     return value
 
 
+@overload
+def need_dict(body: dict[str, Any], key: str, *, optional: Literal[False] = False) -> dict[str, Any]: ...
+@overload
+def need_dict(body: dict[str, Any], key: str, *, optional: bool) -> dict[str, Any] | None: ...
 def need_dict(body: dict[str, Any], key: str, *, optional: bool = False) -> dict[str, Any] | None:
     value = body.get(key)
     if value is None and optional:
@@ -86,11 +95,16 @@ def need_dict(body: dict[str, Any], key: str, *, optional: bool = False) -> dict
     return value
 
 
+@overload
+def need_choice(body: dict[str, Any], key: str, options: tuple[str, ...], *,
+                optional: Literal[False] = False) -> str: ...
+@overload
+def need_choice(body: dict[str, Any], key: str, options: tuple[str, ...], *, optional: bool) -> str | None: ...
 def need_choice(body: dict[str, Any], key: str, options: tuple[str, ...], *, optional: bool = False) -> str | None:
     value = body.get(key)
     if value is None and optional:
         return None
-    if value not in options:
+    if not isinstance(value, str) or value not in options:
         raise bad_request(f"{key} must be one of {', '.join(options)}")
     return value
 

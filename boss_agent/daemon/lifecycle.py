@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from boss_agent.aio import periodic
 from boss_agent.errors import AlreadyRunning, StateError
 
 logger = logging.getLogger(__name__)
@@ -212,16 +213,11 @@ class Watchdog:
         """
         if self.interval_s is None:
             return
-        stop = stop or asyncio.Event()
-        while not stop.is_set():
+        async for _ in periodic(self.interval_s, until=stop):
             if healthy():
                 sd_notify(WATCHDOG)
             else:
                 logger.warning("main loop unhealthy: withholding the watchdog ping")
-            try:
-                await asyncio.wait_for(stop.wait(), self.interval_s)
-            except TimeoutError:
-                pass
 
 
 # ------------------------------------------------------------ graceful stop

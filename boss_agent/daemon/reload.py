@@ -1,8 +1,8 @@
 """SIGHUP: re-read the configuration and apply what can change while the daemon runs.
 
-Live keys shape what the NEXT task may do (workspaces, approval and sandbox policy,
-fallbacks, the approval timeout) or how the daemon logs; running tasks keep the
-settings they started with. Keys that shape connections or the process itself (the
+Live keys shape what the NEXT task may do (workspaces, projects, default workdir,
+approval and sandbox policy, fallbacks, the approval timeout) or how the daemon
+logs; running tasks keep the settings they started with. Keys that shape connections or the process itself (the
 server, the state dir, codex's binary and transport, the gateway, slot count) need a
 restart: a reload names them in the log and leaves them as they are. A config that
 fails to load leaves everything as it was.
@@ -18,7 +18,7 @@ from boss_agent.config import KEYS, Config, config_value
 logger = logging.getLogger(__name__)
 
 LIVE_KEYS = frozenset({
-    "log_level", "workspaces", "cua.bin",
+    "log_level", "workspaces", "default_workdir", "projects", "cua.bin",
     "codex.approval_policy", "codex.max_approval_policy", "codex.sandbox", "codex.max_sandbox",
     "codex.approval_modes", "codex.fallback", "codex.approval_timeout_s",
 })
@@ -35,8 +35,12 @@ class Reload:
 def plan_reload(running: Config, loaded: Config) -> Reload:
     """Which changed keys apply now, which wait for a restart; never touches values' text."""
     changed = [k.name for k in KEYS if config_value(running, k.name) != config_value(loaded, k.name)]
+    if running.projects != loaded.projects:  # a table, not one of KEYS
+        changed.append("projects")
     codex = replace(running.codex, **{name: getattr(loaded.codex, name) for name in _LIVE_CODEX})
     merged = replace(running, log_level=loaded.log_level, workspaces=loaded.workspaces,
+                     workspaces_listed=loaded.workspaces_listed,
+                     default_workdir=loaded.default_workdir, projects=loaded.projects,
                      cua_bin=loaded.cua_bin, codex=codex)
     return Reload(merged, tuple(k for k in changed if k in LIVE_KEYS),
                   tuple(k for k in changed if k not in LIVE_KEYS))

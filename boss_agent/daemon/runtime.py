@@ -28,12 +28,13 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
+from boss_agent.aio import race
 from boss_agent.config import Config, load_config
 from boss_agent.errors import ConfigError, StateError
-from boss_agent.identity import Identity, ensure_state_dir, load_identity
+from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.daemon.lifecycle import (
     READY,
     STOPPING,
@@ -45,9 +46,14 @@ from boss_agent.daemon.lifecycle import (
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss import BossSource, RetryPolicy
-from boss_agent.daemon.statefile import utc_now, write_state
+from boss_agent.daemon.statefile import write_state
 from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.tasks import TaskRunner
+from boss_agent.timefmt import utc_now
+
+if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loads no Redis
+    from boss_agent.appserver.client import AppServer
+    from boss_agent.sources.gateway import Gateway
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +73,18 @@ def gateway_worker_id(device_id: str) -> str:
     return "boss-agent-" + re.sub(r"[^A-Za-z0-9_.-]", "-", device_id)[:100]
 
 
+def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
+    """The gateway's part of the state file (flat: the file holds no nested objects)."""
+    counts = status.get("counts") or {}
+    return {
+        "gateway_worker_id": status["worker_id"], "gateway_connected": status["connected"],
+        "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
+        "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
+        "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_projects": status.get("projects") or [],
+    }
+
+
 class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
@@ -80,9 +98,10 @@ class Daemon:
         self.claim_wait_ms = claim_wait_ms
         self.wall_clock = wall_clock
         self.shutdown = ShutdownController(config.grace_period_s, handle_signals=handle_signals)
-        self.app: Any = None
+        self.app: AppServer | None = None
         self.source: BossSource | None = None
-        self.gateway: Any = None
+        self.gateway: Gateway | None = None
+        self.device_id: str | None = None  # from the pairing, or the local id of a gateway-only device
         self.reloads = 0  # SIGHUPs handled
         self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
@@ -124,7 +143,7 @@ class Daemon:
         if isinstance(caps, dict):
             self.runner_caps = {k: caps[k] for k in ("codexExec", "computerUse") if k in caps}
 
-    async def _discovery_loop(self) -> None:
+    async def _discovery_loop(self, app: AppServer) -> None:
         from boss_agent.appserver.discovery import DiscoveryCache
 
         cache = DiscoveryCache(self.config.state_dir, self.config.codex.app_server_discovery_ttl_ms)
@@ -133,7 +152,7 @@ class Daemon:
         while True:
             await self._refresh_runner_caps()  # quick probes first: exec and computer use
             try:
-                self.discovery = await cache.get(self.app)
+                self.discovery = await cache.get(app)
             except Exception as exc:  # noqa: BLE001 - discovery is best effort, never fatal
                 logger.warning("capability discovery failed: %s", exc.__class__.__name__)
             if self.source is not None:
@@ -163,6 +182,9 @@ class Daemon:
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
+        if self.gateway is not None:
+            state.update(gateway_state(self.gateway.status))
+            state.setdefault("device_id", self.device_id)
         return state
 
     def write_state(self) -> None:
@@ -181,8 +203,10 @@ class Daemon:
     async def run(self, ready: asyncio.Event | None = None) -> None:
         state_dir = ensure_state_dir(self.config.state_dir)
         identity = load_identity(state_dir)
-        if identity is None:
-            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL`")
+        gateway_only = self.config.gateway.enabled and not self.config.server_url
+        if identity is None and not gateway_only:
+            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL` "
+                             "(or enable the gateway without server.url for a Redis-only device)")
         with InstanceLock(state_dir), self.shutdown:
             try:
                 async with contextlib.AsyncExitStack() as stack:
@@ -213,10 +237,11 @@ class Daemon:
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
             clock=self.wall_clock, slots=self.slots, **extra)
 
-    def _new_gateway(self, identity: Identity) -> Any:
+    def _new_gateway(self, device_id: str) -> Gateway:
         from boss_agent.sources.gateway import Gateway
 
-        worker_id = self.config.gateway.worker_id or gateway_worker_id(identity.device_id)
+        assert self.runner is not None
+        worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
                        max_concurrent=self.config.max_concurrent_tasks, slots=self.slots)
 
@@ -229,28 +254,33 @@ class Daemon:
         except TimeoutError:
             logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
 
-    async def _serve(self, identity: Identity, ready: asyncio.Event | None) -> None:
+    async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
+        """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
         self.slots = Slots(self.config.max_concurrent_tasks)
-        self.source = source = self._new_source(identity)
+        self.source = source = self._new_source(identity) if identity is not None else None
+        device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
+        self.device_id = device_id
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:
-                background = [tg.create_task(self._discovery_loop(), name="discovery")]
+                background = [tg.create_task(self._discovery_loop(self.app), name="discovery")]
             else:
                 await self._refresh_runner_caps()
                 background = []
             if self.config.gateway.enabled:
-                self.gateway = self._new_gateway(identity)
+                self.gateway = self._new_gateway(device_id)
                 gateway_up = asyncio.Event()
                 background.append(tg.create_task(self.gateway.run(gateway_up), name="gateway"))
                 await self._gateway_ready(gateway_up)
-            source.start(tg)
+            if source is not None:
+                source.start(tg)
             background.append(tg.create_task(self._state_loop(), name="state file"))
             background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
             self.phase = "running"
             self.write_state()
-            logger.info("boss-agent %s running as device %s", __version__, identity.device_id)
+            logger.info("boss-agent %s running as device %s%s", __version__, device_id,
+                        "" if source else " (gateway only)")
             if ready is not None:
                 ready.set()
             sd_notify(READY)
@@ -258,7 +288,8 @@ class Daemon:
             sd_notify(STOPPING)
             self.phase = "stopping"
             await self._drain(source)
-            await source.close()
+            if source is not None:
+                await source.close()
             for task in background:
                 task.cancel()
 
@@ -287,14 +318,19 @@ class Daemon:
         self.reloads += 1
         self.reloaded.set()
 
-    async def _drain(self, source: BossSource) -> None:
-        source.stop_claiming()
-        for task_id in source.approvals.cancel_waiting():
-            logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
+    async def _drain(self, source: BossSource | None) -> None:
+        if source is not None:
+            source.stop_claiming()
+            for task_id in source.approvals.cancel_waiting():
+                logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
         if self.gateway is not None:
             self.gateway.stop_accepting()
         self.write_state()
-        await self._first(self._all_idle(source), self.shutdown.force_cancel.wait())
+        await race(self._all_idle(source), self.shutdown.force_cancel.wait())
+        # The gateway's run is cancelled with the other background loops; it reports
+        # the tasks it still runs as CANCELLED itself.
+        if source is None:
+            return
         if source.runs.running:
             source.runs.cancel_all()
             with contextlib.suppress(TimeoutError):
@@ -304,19 +340,10 @@ class Daemon:
             source.runs.abort()  # the runner ignored the cancel: its runs spool `cancelled`
             await source.runs.wait_idle()
         await source.final_flush(FINAL_FLUSH_S)
-        # The gateway's run is cancelled with the other background loops; it reports
-        # the tasks it still runs as CANCELLED itself.
 
-    async def _all_idle(self, source: BossSource) -> None:
-        await source.runs.wait_idle()
+    async def _all_idle(self, source: BossSource | None) -> None:
+        if source is not None:
+            await source.runs.wait_idle()
         if self.gateway is not None:
             await self.gateway.wait_idle()
 
-    @staticmethod
-    async def _first(*waits: Any) -> None:
-        """Return when the first of ``waits`` finishes; cancel the others."""
-        async with asyncio.TaskGroup() as tg:
-            jobs = [tg.create_task(w) for w in waits]
-            await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
-            for job in jobs:
-                job.cancel()

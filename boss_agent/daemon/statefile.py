@@ -24,6 +24,7 @@ from typing import Any
 from boss_agent.errors import StateError
 from boss_agent.daemon.lifecycle import lock_holder
 from boss_agent.redact import mask_secrets
+from boss_agent.timefmt import utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,15 @@ STATE_KEYS: Mapping[str, str] = {
     "last_heartbeat_at": "when the last heartbeat was sent",
     "last_heartbeat_result": "ok, or a short sanitized error",
     "state": "starting, running, stopping",
+    "gateway_worker_id": "the Redis gateway's worker id (when the gateway is enabled)",
+    "gateway_connected": "true while Redis answers the gateway",
+    "gateway_group": "the consumer group the gateway reads with",
+    "gateway_lease_ttl_s": "how long the worker lease lives without a refresh",
+    "gateway_pending": "entries this worker read and has not acked (a count)",
+    "gateway_poison": "entries dropped as unparseable since start (a count)",
+    "gateway_forwarded": "tasks forwarded to the worker holding their thread or project (a count)",
+    "gateway_threads": "Codex threads this worker holds for the fleet (a count)",
+    "gateway_projects": "project ids this worker advertises (a list)",
 }
 # Times shown by `status` as ages in seconds, under these names.
 _AGES = {
@@ -56,8 +66,6 @@ _AGES = {
 }
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _clean(value: Any) -> Any:

@@ -256,7 +256,7 @@ class ScriptedModel:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedModel:
         self._thread.start()
@@ -314,10 +314,10 @@ class ScriptedModel:
             def log_message(self, fmt: str, *args: Any) -> None:
                 logger.debug("scripted model: " + fmt, *args)
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 self._send_json(404, {"error": {"message": "not scripted", "code": "not_found"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:

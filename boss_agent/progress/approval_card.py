@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress.card import Approval, Card, key_of
 
 SUMMARY_FILES = 3  # name at most this many files in a summary; the rest is "+N more"
@@ -82,7 +83,7 @@ def _permissions(params: Mapping[str, Any]) -> tuple[str, str]:
     return "Grant extra permissions" + (f": {', '.join(parts)}" if parts else ""), "high"
 
 
-def describe_approval(method: str, params: dict, *, workdir: str | None,
+def describe_approval(method: str, params: Mapping[str, Any], *, workdir: str | None,
                       files: Iterable[str] = ()) -> tuple[str, str, str]:
     """``(kind, summary, risk)`` for an approval or user-input server request.
 
@@ -191,10 +192,10 @@ def on_item_outcome(card: Card, item_key: int | None, item_status: str) -> Card:
 
 def on_review(card: Card, params: Mapping[str, Any]) -> Card:
     """``item/autoApprovalReview/started|completed``: the guardian's verdict."""
-    review = params.get("review") or {}
-    action = params.get("action") or {}
-    kind = _REVIEW_KIND.get(action.get("type"), "permissions")
-    status = _REVIEW_STATUS.get(review.get("status"), "pending")
+    review = mapping(params.get("review"))
+    action = mapping(params.get("action"))
+    kind = _REVIEW_KIND.get(str(action.get("type")), "permissions")
+    status = _REVIEW_STATUS.get(str(review.get("status")), "pending")
     risk = _RISK.get(review.get("riskLevel") or "", "medium")
     item_key = key_of(params.get("targetItemId") or params.get("reviewId"))
     review_key = key_of(("review", params.get("reviewId")))

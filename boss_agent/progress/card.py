@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +23,7 @@ from boss_agent.redact import (
     settled_prefix,
     strip_environment_notices,
 )
+from boss_agent.timefmt import utc_iso
 
 CARD_VERSION = 1
 ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full text is resultText
@@ -31,6 +31,12 @@ FIELD_CHARS = 300  # any other string on the card is a label or a one-line summa
 GOAL_CHARS = 500  # a goal is one objective, longer than a label
 REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
 PREVIEW_CONTEXT = 300  # chars sanitized before the preview tail: room for a secret's key
+# The streamed answer the card keeps: past this the head is dropped, so a 100,000-delta
+# turn costs the same per delta at its end as at its start. Above resultText's 20,000
+# chars, so a turn cut off before its final message still reports a full-length answer.
+ANSWER_KEEP_CHARS = 32_768
+ANSWER_KEPT_AFTER_CUT = 24_576  # still above resultText's 20,000 chars; cuts come every ~8 KiB
+LINE_REACH = 2_048  # how far back the preview looks for a line start before a word start will do
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -283,8 +289,7 @@ def _public_fields() -> tuple[str, ...]:
 def iso(value: Any) -> str | None:
     """Timestamps are kept as codex's ``emittedAtMs`` (cheap) and rendered here."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, UTC).isoformat(timespec="milliseconds").replace(
-            "+00:00", "Z")
+        return utc_iso(value / 1000, ms=True)
     return _clean(value, None, 40) if isinstance(value, str) else None
 
 
@@ -327,14 +332,48 @@ def _tail_window(text: str, limit: int) -> str:
     if start <= 0:
         return text
     low = text.lower()
-    if "private key" in low:
-        return text
+    key = low.rfind("-----begin", 0, start)
+    if key >= 0 and not 0 <= low.find("-----end", key) < start:
+        start = key  # a private-key block still open at the cut: sanitize it whole
     for tag in ENVELOPE_TAGS:
         opened = low.rfind(f"<{tag}>", 0, start)
         if opened >= 0 and not 0 <= low.find(f"</{tag}>", opened) < start:
             start = min(start, opened)
-    line = text.rfind("\n", 0, start)
-    return text[line + 1:] if line >= 0 else text
+    return text[_boundary_before(text, start):]
+
+
+def _boundary_before(text: str, start: int) -> int:
+    """A line start at or before ``start``; on one very long line, a word start.
+
+    A word start is as safe as a line start for the secret patterns (a token has no
+    blanks), and it keeps the window short when an answer has no newlines at all.
+    """
+    line = text.rfind("\n", max(0, start - LINE_REACH), start)
+    if line >= 0:
+        return line + 1
+    word = max(text.rfind(" ", 0, start), text.rfind("\t", 0, start))
+    return word + 1 if word >= 0 else 0
+
+
+def grow_answer(answer: str, delta: str) -> str:
+    """The streamed answer plus one delta, its head dropped past ``ANSWER_KEEP_CHARS``.
+
+    The cut moves on to a boundary (as the preview's window does), so no secret is
+    kept without its head.
+    """
+    text = answer + delta
+    if len(text) <= ANSWER_KEEP_CHARS:
+        return text
+    cut = len(text) - ANSWER_KEPT_AFTER_CUT
+    return text[_boundary_after(text, cut):]
+
+
+def _boundary_after(text: str, cut: int) -> int:
+    line = text.find("\n", cut, cut + LINE_REACH)
+    if line >= 0:
+        return line + 1
+    word = text.find(" ", cut)
+    return word + 1 if word >= 0 else len(text)
 
 
 def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
@@ -355,7 +394,7 @@ FINISHED = ("completed", "failed", "cancelled")
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
     if card.answer and card.answer != card.final_text and card.status not in FINISHED:
-        text = settled_prefix(text)  # still streaming: no half-arrived secret goes out
+        text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress import items as it
 from boss_agent.progress.card import Card, Step, TokenUsage
 from boss_agent.progress.notifications import add_warning
@@ -20,7 +21,7 @@ _STATUS = {"in_progress": "inProgress", "completed": "completed", "failed": "fai
 
 
 def _status(item: Mapping[str, Any], done: bool) -> str:
-    return _STATUS.get(item.get("status"), "completed" if done else "inProgress")
+    return _STATUS.get(str(item.get("status")), "completed" if done else "inProgress")
 
 
 def _command(card: Card, item: Mapping[str, Any], done: bool) -> Card:
@@ -70,7 +71,7 @@ _EXEC_ITEMS: dict[str, Callable[[Card, Mapping[str, Any], bool], Card]] = {
 
 
 def _turn_completed(card: Card, event: Mapping[str, Any]) -> Card:
-    usage = event.get("usage") if isinstance(event.get("usage"), Mapping) else {}
+    usage = mapping(event.get("usage"))
     numbers = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
     total = numbers.get("input_tokens", 0) + numbers.get("output_tokens", 0)
     card = card.evolve(tokenUsage=TokenUsage(
@@ -79,7 +80,7 @@ def _turn_completed(card: Card, event: Mapping[str, Any]) -> Card:
     return it.close_open_items(card, "interrupted")
 
 
-def reduce_exec_event(card: Card, event: dict) -> Card:
+def reduce_exec_event(card: Card, event: dict[str, Any]) -> Card:
     """The next card after one ``codex exec --json`` event; unknown events are counted."""
     try:
         return _reduce(card, event)
@@ -92,7 +93,7 @@ def _reduce(card: Card, event: Any) -> Card:
     kind = event.get("type") if isinstance(event, Mapping) else None
     if kind in ("item.started", "item.updated", "item.completed"):
         item = event.get("item") if isinstance(event.get("item"), Mapping) else {}
-        handler = _EXEC_ITEMS.get(item.get("type"))
+        handler = _EXEC_ITEMS.get(str(item.get("type")))
         if handler is None:
             return card.evolve(ignored_count=card.ignored_count + 1)
         return handler(card, item, kind == "item.completed")

@@ -13,7 +13,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress import approval_card as approvals
+from boss_agent.progress.artifacts import artifact_kind
 from boss_agent.progress.card import (
     Artifact,
     BackgroundAgent,
@@ -30,12 +32,6 @@ from boss_agent.progress.card import (
 ItemHandler = Callable[[Card, Mapping[str, Any], bool], Card]
 MAX_ACTIVITIES = 50  # a phone card lists recent tools; older ones only inflate the upload
 MAX_FILES = 200
-ARTIFACT_KINDS = {
-    ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".webp": "image",
-    ".svg": "image", ".apk": "apk", ".aab": "apk", ".pdf": "document", ".docx": "document",
-    ".pptx": "document", ".xlsx": "document", ".zip": "archive", ".tar": "archive",
-    ".gz": "archive", ".tgz": "archive", ".7z": "archive",
-}
 _CHANGE = {"add": "add", "delete": "delete", "update": "update"}
 _WEB_ACTION = {"search": "web search", "openPage": "opened a web page",
                "findInPage": "searched in a web page"}
@@ -110,11 +106,6 @@ def add_changes(card: Card, changes: Any, item_key: int | None) -> Card:
     return card.evolve(fileChanges=tuple(records[-MAX_FILES:]))
 
 
-def artifact_kind(name: str) -> str | None:
-    lower = name.lower()
-    return "archive" if lower.endswith(".tar.gz") else ARTIFACT_KINDS.get(os.path.splitext(lower)[1])
-
-
 def add_artifact(card: Card, path: str, kind: str | None = None) -> Card:
     name = os.path.basename(path.rstrip("/\\")) or path
     record = Artifact(name, kind or artifact_kind(name) or "file")
@@ -180,8 +171,8 @@ def dynamic_tool_call(card: Card, item: Mapping[str, Any], done: bool) -> Card:
 
 
 def web_search(card: Card, item: Mapping[str, Any], done: bool) -> Card:
-    action = item.get("action") if isinstance(item.get("action"), Mapping) else {}
-    summary = _WEB_ACTION.get(action.get("type"), "web search")
+    action = mapping(item.get("action"))
+    summary = _WEB_ACTION.get(str(action.get("type")), "web search")
     return _activity(card, item, "web_search", "completed" if done else "inProgress", summary)
 
 

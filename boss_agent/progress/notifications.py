@@ -9,9 +9,9 @@ raw realtime items, config file paths, compaction turn ids.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress.card import (
     Account,
     BackgroundAgent,
@@ -28,6 +28,7 @@ from boss_agent.progress.card import (
     key_of,
 )
 from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
+from boss_agent.timefmt import utc_iso
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
 TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPreview ≤ 200 chars
@@ -36,7 +37,7 @@ TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPrev
 def epoch_iso(seconds: Any) -> str | None:
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(seconds)
 
 
 def add_warning(card: Card, kind: str, message: Any) -> Card:
@@ -125,7 +126,7 @@ def account_updated(card: Card, params: Mapping[str, Any]) -> Card:
 
 def rate_limits(card: Card, params: Mapping[str, Any]) -> Card:
     limits = params.get("rateLimits") or {}
-    primary = limits.get("primary") if isinstance(limits.get("primary"), Mapping) else {}
+    primary = mapping(limits.get("primary"))
     used = primary.get("usedPercent")
     used = used if isinstance(used, (int, float)) and not isinstance(used, bool) else None
     limited = bool(limits.get("rateLimitReachedType")) or (used is not None and used >= 100)
@@ -181,13 +182,15 @@ def realtime_started(card: Card, params: Mapping[str, Any]) -> Card:
 
 def realtime_transcript(card: Card, params: Mapping[str, Any]) -> Card:
     old = _realtime(card)
-    text = params.get("delta") if isinstance(params.get("delta"), str) else ""
+    delta = params.get("delta")
+    text = delta if isinstance(delta, str) else ""
     preview = (old.transcriptPreview + text)[-TRANSCRIPT_PREVIEW_CHARS:]
     return _rt(card, transcriptPreview=preview, transcriptChunks=old.transcriptChunks + 1)
 
 
 def realtime_transcript_done(card: Card, params: Mapping[str, Any]) -> Card:
-    text = params.get("text") if isinstance(params.get("text"), str) else ""
+    done = params.get("text")
+    text = done if isinstance(done, str) else ""
     return _rt(card, transcriptPreview=text[-TRANSCRIPT_PREVIEW_CHARS:])
 
 
@@ -223,7 +226,7 @@ def deprecation(card: Card, params: Mapping[str, Any]) -> Card:
 
 
 def error(card: Card, params: Mapping[str, Any]) -> Card:
-    err = params.get("error") if isinstance(params.get("error"), Mapping) else {}
+    err = mapping(params.get("error"))
     return add_warning(card, "retry" if params.get("willRetry") else "error", err.get("message"))
 
 

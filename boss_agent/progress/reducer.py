@@ -24,7 +24,7 @@ from boss_agent.progress import boss_events
 
 from boss_agent.progress import approval_card as approvals
 from boss_agent.progress import notifications as n
-from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
+from boss_agent.progress.card import Card, Reasoning, Step, final_answer, grow_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
 from boss_agent.progress.items import ITEMS, add_changes, close_open_items
 
@@ -68,7 +68,7 @@ def _item(params: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
     item = params.get("item")
     if not isinstance(item, Mapping):
         return {}, None
-    return item, ITEMS.get(item.get("type"), (None, ""))[0]
+    return item, ITEMS.get(str(item.get("type")), (None, ""))[0]
 
 
 def item_started(card: Card, params: Mapping[str, Any]) -> Card:
@@ -92,7 +92,7 @@ def item_completed(card: Card, params: Mapping[str, Any]) -> Card:
 
 def agent_delta(card: Card, params: Mapping[str, Any]) -> Card:
     delta = params.get("delta")
-    return card.evolve(answer=card.answer + delta) if isinstance(delta, str) else card
+    return card.evolve(answer=grow_answer(card.answer, delta)) if isinstance(delta, str) else card
 
 
 def summary_delta(card: Card, params: Mapping[str, Any]) -> Card:
@@ -118,7 +118,7 @@ def plan_updated(card: Card, params: Mapping[str, Any]) -> Card:
     steps = []
     for entry in plan:
         if isinstance(entry, Mapping) and isinstance(entry.get("step"), str):
-            steps.append(Step(entry["step"], _STEP_STATUS.get(entry.get("status"), "pending")))
+            steps.append(Step(entry["step"], _STEP_STATUS.get(str(entry.get("status")), "pending")))
     return card.evolve(steps=tuple(steps))
 
 
@@ -275,7 +275,7 @@ def _unknown(card: Card, method: Any) -> Card:
     return card.evolve(ignored_count=card.ignored_count + 1, unknown_methods=names)
 
 
-def reduce(card: Card, message: dict) -> Card:
+def reduce(card: Card, message: dict[str, Any]) -> Card:
     """The next card after one wire message (notification, server request or boss event)."""
     if type(message) is not dict and not isinstance(message, Mapping):
         return _unknown(card, None)
@@ -287,7 +287,7 @@ def reduce(card: Card, message: dict) -> Card:
         # The hot path: nine in ten messages of a task are answer deltas (bench_card.py).
         delta = params.get("delta")
         if type(delta) is str:
-            return card.evolve(answer=card.answer + delta, updatedAt=_at(message, card))
+            return card.evolve(answer=grow_answer(card.answer, delta), updatedAt=_at(message, card))
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
     try:

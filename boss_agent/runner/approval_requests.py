@@ -16,6 +16,7 @@ import hashlib
 import logging
 from typing import Any
 
+from boss_agent.jsonshape import mapping
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.feed import CardFeed
@@ -75,11 +76,11 @@ def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, st
     tool (never its arguments); a tool that says it is destructive is high risk.
     """
     kind, summary, risk = describe_approval(method, params, workdir=workdir)
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    meta = mapping(params.get("_meta"))
     if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
         server = sanitize_text(params.get("serverName") or "?", limit=60)
         tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
-        hints = meta.get("tool_annotations") if isinstance(meta.get("tool_annotations"), dict) else {}
+        hints = mapping(meta.get("tool_annotations"))
         risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
         return "permissions", f"Use the {server} tool {tool}", risk
     return kind, summary, risk

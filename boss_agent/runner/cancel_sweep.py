@@ -1,20 +1,23 @@
-"""Ending the commands an interrupted turn left running.
+"""Ending the commands an interrupted turn left running, and only those.
 
 codex leaves the processes of an interrupted ``exec_command`` alive (facts 3f).
-After ``turn/interrupt`` the runner kills, with their descendants:
-- the processes Codex reported for this turn (``commandExecution.processId``),
-- and, as a net for what Codex did not report, descendants of this daemon (the
-  stdio app-server is our child) created after the turn started whose cwd lies
-  inside the task's workdir. Codex itself is never a target.
-A pid is only killed if the process was created after the turn started, so a
-recycled pid cannot hit an unrelated process.
+After ``turn/interrupt`` the runner kills, with their descendants, the processes
+of this turn's command executions. codex's ``processId`` is its own session
+number, not an OS pid; what identifies a command's processes is the environment
+codex gives them: ``CODEX_THREAD_ID`` and ``CODEX_TOOL_CALL_ID`` (the
+``commandExecution`` item id). Only processes in the tree of the app-server child
+this daemon started are looked at:
+- another task's commands, even in the same workdir, are never touched (nothing
+  is picked by its cwd);
+- with an app-server we did not start (a ``ws://`` or ``unix://`` URL) nothing is
+  killed: its processes may be another machine's or another user's.
+Codex itself is never a target, and only processes created after the turn started.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 import psutil
 
@@ -22,14 +25,6 @@ logger = logging.getLogger(__name__)
 
 KILL_WAIT_S = 3.0  # SIGKILL is not catchable; this only bounds reaping
 CREATE_TIME_SLACK_S = 1.0  # process create_time has coarse (tick) resolution
-
-
-def _inside(path: str, root: Path) -> bool:
-    try:
-        resolved = Path(os.path.realpath(path))
-    except (OSError, ValueError):
-        return False
-    return resolved == root or root in resolved.parents
 
 
 def _is_codex(proc: psutil.Process) -> bool:
@@ -47,40 +42,44 @@ def _started_after(proc: psutil.Process, since: float) -> bool:
         return False
 
 
-def turn_processes(pids: set[int], workdir: Path, since: float) -> list[psutil.Process]:
-    """The processes to end: reported pids and stray children in the workdir, with descendants."""
-    roots: dict[int, psutil.Process] = {}
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-        except psutil.Error:
-            continue
-        if _started_after(proc, since) and not _is_codex(proc):
-            roots[pid] = proc
+def _tree(pid: int) -> dict[int, psutil.Process]:
     try:
-        mine = psutil.Process().children(recursive=True)
+        return {proc.pid: proc for proc in psutil.Process(pid).children(recursive=True)}
     except psutil.Error:
-        mine = []
-    for proc in mine:
-        try:
-            cwd = proc.cwd()
-        except (psutil.Error, OSError):
-            continue
-        if _started_after(proc, since) and _inside(cwd, workdir) and not _is_codex(proc):
-            roots.setdefault(proc.pid, proc)
-    found: dict[int, psutil.Process] = dict(roots)
-    for proc in roots.values():
-        try:
-            found.update({child.pid: child for child in proc.children(recursive=True)})
-        except psutil.Error:
-            continue
+        return {}
+
+
+def _of_turn(proc: psutil.Process, thread_id: str, call_ids: set[str]) -> bool:
+    try:
+        env = proc.environ()
+    except (psutil.Error, OSError):
+        return False
+    return env.get("CODEX_THREAD_ID") == thread_id and env.get("CODEX_TOOL_CALL_ID") in call_ids
+
+
+def turn_processes(thread_id: str | None, call_ids: set[str], app_server_pid: int | None,
+                   since: float) -> list[psutil.Process]:
+    """This turn's command processes inside our app-server child's tree, with descendants."""
+    if app_server_pid is None or not thread_id or not call_ids:
+        return []
+    tree = _tree(app_server_pid)
+    roots = [proc for proc in tree.values()
+             if _started_after(proc, since) and not _is_codex(proc) and _of_turn(proc, thread_id, call_ids)]
+    found: dict[int, psutil.Process] = {}
+    for proc in roots:
+        found[proc.pid] = proc
+        found.update(_tree(proc.pid))
     found.pop(os.getpid(), None)
     return list(found.values())
 
 
-def kill_turn_processes(pids: set[int], workdir: Path, since: float) -> int:
+def kill_turn_processes(thread_id: str | None, call_ids: set[str], app_server_pid: int | None,
+                        since: float) -> int:
     """Kill them; return how many were killed. Blocking: call via ``asyncio.to_thread``."""
-    procs = turn_processes(pids, workdir, since)
+    if call_ids and app_server_pid is None:
+        logger.info("the app-server is not our child: the turn's %d command(s) are left to it",
+                    len(call_ids))
+    procs = turn_processes(thread_id, call_ids, app_server_pid, since)
     for proc in procs:
         try:
             proc.kill()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ class RunContext:
     thread_id: str | None = None
     turn_id: str | None = None
     ran: bool = False  # something was handed to Codex (so git facts are worth reading)
+    # Pid of the app-server child this daemon started, read when needed (it restarts);
+    # None when the app-server is not ours, so its reported pids are never killed here.
+    app_server_pid: Callable[[], int | None] = lambda: None
 
     def input(self, text: str | None = None) -> list[dict[str, Any]]:
         return [{"type": "text", "text": self.task.prompt if text is None else text}]

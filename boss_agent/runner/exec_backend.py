@@ -14,10 +14,14 @@ import json
 import logging
 import os
 import signal
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from boss_agent.codexbin import CodexBinary, child_environment
+from boss_agent.errors import TaskFailed
+from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.turn import TurnOutcome
@@ -29,14 +33,53 @@ EXIT_WAIT_S = 10.0  # after stdout closes, codex exec exits at once; this bounds
 STDERR_TAIL_CHARS = 300  # enough of stderr to say why exec failed, after sanitizing
 
 
+def codex_home(env: dict[str, str]) -> Path:
+    """The CODEX_HOME codex exec will use with ``env`` (codex's own default otherwise)."""
+    configured = env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".codex"
+
+
+def is_codex_id(ref: str) -> bool:
+    """A UUID in its plain form (``urn:uuid:`` and other spellings are names to codex)."""
+    try:
+        return str(uuid.UUID(ref)) == ref.lower()
+    except ValueError:
+        return False
+
+
+def has_rollout(home: Path, thread_id: str) -> bool:
+    """Whether this device recorded the thread ``thread_id`` (a plain UUID) in ``home``."""
+    return is_codex_id(thread_id) and any(
+        (home / "sessions").glob(f"*/*/*/rollout-*-{thread_id.lower()}.jsonl"))
+
+
+def check_resumable(ctx: RunContext, env: dict[str, str]) -> None:
+    """Refuse an exec resume that would quietly start a new thread instead.
+
+    ``codex exec resume <name>`` of a name it does not know starts a fresh thread, so
+    exec only resumes a codex id whose rollout is on this device.
+    """
+    ref = ctx.thread_id
+    if not ref:
+        return
+    if not is_codex_id(ref):
+        raise TaskFailed("a thread name can only be resolved by the Codex app-server, "
+                         "which is unavailable", "app_server_unavailable")
+    if not has_rollout(codex_home(env), ref):
+        raise TaskFailed("this device has no Codex thread with that reference", "thread_not_found")
+
+
 def exec_argv(binary: CodexBinary, ctx: RunContext) -> list[str]:
+    """Options first, then ``--``, then the positionals: no task field can become an option."""
     argv = [*binary.argv, "exec"]
     if ctx.thread_id:
-        argv += ["resume", ctx.thread_id]
-    argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"']
+        argv.append("resume")
+    argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"',
+             "-c", 'approval_policy="never"']
     if ctx.task.model:
-        argv += ["-m", ctx.task.model]
-    return [*argv, "-"]
+        argv.append(f"--model={ctx.task.model}")
+    positionals = [ctx.thread_id, "-"] if ctx.thread_id else ["-"]
+    return [*argv, "--", *positionals]
 
 
 def parse_line(line: bytes) -> dict[str, Any] | None:
@@ -66,6 +109,7 @@ class ExecRun:
 
     async def run(self) -> TurnOutcome:
         ctx = self.ctx
+        check_resumable(ctx, self.env)
         proc = await asyncio.create_subprocess_exec(
             *exec_argv(self.binary, ctx), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ctx.workdir,
@@ -104,7 +148,7 @@ class ExecRun:
     async def _event(self, event: dict[str, Any]) -> None:
         await self.ctx.feed.feed_exec(event)
         kind = event.get("type")
-        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        item = mapping(event.get("item"))
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.ctx.thread_id = event["thread_id"]
         elif kind == "item.completed" and item.get("type") == "agent_message":
@@ -112,7 +156,7 @@ class ExecRun:
         elif kind == "turn.completed":
             self.completed = True
         elif kind == "turn.failed":
-            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            error = mapping(event.get("error"))
             self.error = str(error.get("message") or "codex exec failed")
         elif kind == "error" and not self.error:
             self.error = str(event.get("message") or "codex exec failed")

@@ -9,24 +9,22 @@ coalesces uploads, so calling often is fine).
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 from boss_agent.progress.card import Card, new_card
 from boss_agent.progress.reducer import reduce, reduce_exec_event
 from boss_agent.tasks import TaskSink
+from boss_agent.timefmt import utc_iso
 
 logger = logging.getLogger(__name__)
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class CardFeed:
     def __init__(self, sink: TaskSink, *, backend: str, workdir: str | None) -> None:
         self.sink = sink
-        self.card: Card = new_card(backend=backend, workdir=workdir, now=now_iso())
+        self.card: Card = new_card(backend=backend, workdir=workdir, now=utc_iso(ms=True))
 
     async def feed(self, message: dict[str, Any]) -> None:
         """Reduce one app-server wire message (notification or server request)."""
@@ -39,14 +37,8 @@ class CardFeed:
         """A runner lifecycle event, ``boss/<event>`` (positional-only: params may hold "name")."""
         await self.feed({"method": f"boss/{event}", "params": params})
 
-    def turn_known(self, thread_ref: str, turn_id: str) -> None:
-        """Tell the sink the live thread and turn (``TaskSink``'s optional ``turn_known``)."""
-        notify = getattr(self.sink, "turn_known", None)
-        if notify is not None:
-            notify(thread_ref, turn_id)
-
     async def status(self, status: str) -> None:
-        await self.event("status", status=status, at=now_iso())
+        await self.event("status", status=status, at=utc_iso(ms=True))
 
     async def _set(self, card: Card) -> None:
         if card is self.card or card == self.card:

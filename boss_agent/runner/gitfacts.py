@@ -3,6 +3,11 @@
 Both are best-effort and bounded: a workdir that is not a git repository, a
 missing ``git`` or ``gh``, or a huge tree never fails the task. Only names and
 counts leave here — never diffs, paths outside the workdir or file contents.
+
+The probes run outside the turn's sandbox, in a directory the turn could write, so
+git must not run any program the repository names: no fsmonitor, no hooks, no
+external diff, textconv or clean filter, no system config, and no repository looked
+for above the workdir (``GIT_CEILING_DIRECTORIES``). ``gh`` runs outside the workdir.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from boss_agent.codexbin import child_environment
+from boss_agent.progress.artifacts import artifact_kind
 from boss_agent.runner.helper_cmd import run_probe
 
 logger = logging.getLogger(__name__)
@@ -22,16 +29,40 @@ GH_TIMEOUT_S = 10.0  # `gh auth status` only reads local config
 MAX_WALK_ENTRIES = 5000  # an artifact scan of a home directory must stay cheap
 MAX_ARTIFACTS = 50
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".codex"}
-ARTIFACT_KINDS = {
-    "image": {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp"},
-    "apk": {".apk", ".aab"},
-    "document": {".pdf", ".doc", ".docx", ".odt", ".ppt", ".pptx", ".xls", ".xlsx", ".rtf"},
-    "archive": {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".jar"},
-}
 
 
-async def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    return await run_probe(argv, cwd=cwd, timeout=timeout, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+# Config that would otherwise start a program from the repository's own .git/config.
+SAFE_GIT_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")  # all git needs from the daemon
+
+
+def git_env(workdir: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the daemon's beyond what git needs to run."""
+    env = {name: os.environ[name] for name in PASS_ENV if name in os.environ}
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": str(workdir.parent),
+                "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+    return env
+
+
+async def _git(args: list[str], workdir: Path, extra_config: tuple[str, ...] = ()) -> tuple[int, str]:
+    return await run_probe(["git", *SAFE_GIT_CONFIG, *extra_config, *args], cwd=workdir,
+                           timeout=GIT_TIMEOUT_S, env=git_env(workdir))
+
+
+async def _no_filters(workdir: Path) -> tuple[str, ...]:
+    """``-c`` options that empty every configured clean/smudge/process filter.
+
+    Filters are chosen by .gitattributes and defined in config, both of which the
+    repository controls; git 2.39 has no switch to ignore them, so each one is named.
+    Reading config runs nothing.
+    """
+    _, names = await _git(["config", "--includes", "--name-only", "--get-regexp", r"^filter\."], workdir)
+    drivers = {name.split(".", 1)[1].rsplit(".", 1)[0] for name in names.split() if name.count(".") >= 2}
+    options: list[str] = []
+    for driver in sorted(drivers):
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            options += ["-c", f"filter.{driver}.{key}={value}"]
+    return tuple(options)
 
 
 def _numstat(text: str) -> tuple[int, int]:
@@ -43,10 +74,12 @@ def _numstat(text: str) -> tuple[int, int]:
     return insertions, deletions
 
 
-async def github_cli(cwd: Path) -> str:
+async def github_cli() -> str:
     if not shutil.which("gh"):
         return "missing"
-    code, _ = await _run(["gh", "auth", "status"], cwd, GH_TIMEOUT_S)
+    # Not in the workdir: gh reads the repository's git config there.
+    code, _ = await run_probe(["gh", "auth", "status"], cwd=Path(os.sep), timeout=GH_TIMEOUT_S,
+                              env=child_environment())
     return "available" if code == 0 else "unauthenticated"
 
 
@@ -54,21 +87,17 @@ async def branch_facts(workdir: Path, gh_status: str) -> dict[str, Any] | None:
     """``boss/branch`` params, or None when the workdir is not in a git work tree."""
     if not shutil.which("git"):
         return None
-    code, name = await _run(["git", "rev-parse", "--abbrev-ref", "HEAD"], workdir, GIT_TIMEOUT_S)
+    code, name = await _git(["rev-parse", "--abbrev-ref", "HEAD"], workdir)
     if code != 0:
         return None
-    _, status = await _run(["git", "status", "--porcelain", "--untracked-files=all"], workdir,
-                           GIT_TIMEOUT_S)
-    _, numstat = await _run(["git", "diff", "--numstat", "HEAD"], workdir, GIT_TIMEOUT_S)
+    no_filters = await _no_filters(workdir)
+    _, status = await _git(["status", "--porcelain", "--untracked-files=all"], workdir, no_filters)
+    _, numstat = await _git(["diff", "--numstat", "--no-ext-diff", "--no-textconv", "HEAD"], workdir,
+                            no_filters)
     insertions, deletions = _numstat(numstat)
     return {"name": name.strip() or None, "changedFiles": len(status.splitlines()),
             "insertions": insertions, "deletions": deletions, "gitOperations": [],
             "githubCli": gh_status}
-
-
-def artifact_kind(name: str) -> str | None:
-    suffix = Path(name).suffix.lower()
-    return next((kind for kind, suffixes in ARTIFACT_KINDS.items() if suffix in suffixes), None)
 
 
 def find_artifacts(workdir: Path, since: float) -> list[dict[str, str]]:

@@ -3,20 +3,28 @@
 The stricter of the task's wish and the device's limit wins. A task asking for
 more than the device allows gets the device's limit and a warning for the card;
 a workdir outside every configured workspace root refuses the task before
-anything runs.
+anything runs, and so does the home directory itself or a hidden directory below
+a root (``~/.ssh``, ``~/.config/systemd``) unless the owner listed that exact path.
+
+A task naming no workdir runs in its project's path (``[projects]``), else in the
+configured ``default_workdir``, else in a scratch directory of its own thread under
+the state dir.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from boss_agent.config import APPROVAL_POLICIES, SANDBOXES, Config
 from boss_agent.errors import TaskRejected
+from boss_agent.paths import is_inside
 from boss_agent.tasks import Task
 
 WORKDIR_NOT_ALLOWED = "workdir_not_allowed"
+SCRATCH_DIR = "scratch"  # under the state dir: one directory per thread
 
 
 @dataclass(frozen=True)
@@ -27,29 +35,69 @@ class Policy:
     warnings: tuple[tuple[str, str], ...] = ()  # (kind, message) for boss/warning
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def resolve_workdir(task: Task, config: Config) -> Path:
-    """The task's workdir, symlinks and ``..`` resolved, inside a workspace root.
-
-    No workdir means the first workspace root. Anything else outside every root,
-    or not an existing directory, raises ``TaskRejected`` (workdir_not_allowed).
-    """
+def _allowed(path: Path, config: Config) -> bool:
+    """Inside a root; neither home itself nor hidden below a root, unless listed exactly."""
     roots = [Path(os.path.realpath(root)) for root in config.workspaces]
-    if not task.workdir:
-        return roots[0]
-    raw = Path(os.path.expanduser(task.workdir))
-    if not raw.is_absolute():
-        # A relative workdir is relative to the first root, so "../../etc" climbs out of it.
-        raw = roots[0] / raw
+    if config.workspaces_listed and path in roots:
+        return True
+    if path == Path(os.path.realpath(Path.home())):
+        return False
+    return any(is_inside(path, root) and not any(part.startswith(".") for part in path.relative_to(root).parts)
+               for root in roots)
+
+
+def _checked(raw: Path, config: Config) -> Path:
     resolved = Path(os.path.realpath(raw))
-    if not any(_inside(resolved, root) for root in roots):
+    if not _allowed(resolved, config):
         raise TaskRejected("the workdir is not inside a configured workspace", WORKDIR_NOT_ALLOWED)
     if not resolved.is_dir():
         raise TaskRejected("the workdir does not exist", WORKDIR_NOT_ALLOWED)
     return resolved
+
+
+def scratch_key(task: Task) -> str:
+    """The scratch directory's name: the thread's ref, or one derived from the task id.
+
+    Refs are validated plain names; a task id is any string, so it is hashed.
+    """
+    ref = task.codex_thread_ref or task.target_thread_ref
+    if ref:
+        return ref
+    return "task-" + hashlib.sha256(task.task_id.encode()).hexdigest()[:16]
+
+
+def scratch_dir(config: Config, key: str) -> Path:
+    path = config.state_dir / SCRATCH_DIR / key
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return Path(os.path.realpath(path))
+
+
+def link_scratch(config: Config, workdir: Path, thread_id: str | None) -> None:
+    """After a new thread started in a task's scratch dir, its follow-ups find it by thread id."""
+    scratch = Path(os.path.realpath(config.state_dir / SCRATCH_DIR))
+    if not thread_id or workdir.parent != scratch:
+        return
+    link = scratch / thread_id
+    if not link.exists() and not link.is_symlink():
+        link.symlink_to(workdir.name)
+
+
+def resolve_workdir(task: Task, config: Config) -> Path:
+    """Where the task runs, symlinks and ``..`` resolved; ``TaskRejected`` when not allowed."""
+    if task.workdir:
+        raw = Path(os.path.expanduser(task.workdir))
+        if not raw.is_absolute():
+            # A relative workdir is relative to the first root, so "../../etc" climbs out of it.
+            raw = Path(os.path.realpath(config.workspaces[0])) / raw
+        return _checked(raw, config)
+    project = config.projects.get(task.project_id or "")
+    if project is not None:
+        return _checked(project, config)
+    if config.default_workdir is not None:
+        if not config.default_workdir.is_dir():
+            raise TaskRejected("the configured default_workdir does not exist", WORKDIR_NOT_ALLOWED)
+        return Path(os.path.realpath(config.default_workdir))
+    return scratch_dir(config, scratch_key(task))
 
 
 def _capped(wanted: str | None, default: str, limit: str, order: tuple[str, ...]) -> tuple[str, bool]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
 from boss_agent.config import Config
@@ -27,10 +27,14 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
-from boss_agent.runner.feed import CardFeed, now_iso
-from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.feed import CardFeed
+from boss_agent.runner.policy import link_scratch, resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
-from boss_agent.tasks import Task, TaskResult, TaskSink
+from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
+from boss_agent.timefmt import utc_iso
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.client import AppServer
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +42,7 @@ logger = logging.getLogger(__name__)
 class Runner:
     """Implements ``boss_agent.tasks.TaskRunner``."""
 
-    def __init__(self, config: Config, app: Any, *, codex_home: Path | None = None,
+    def __init__(self, config: Config, app: AppServer, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.config = config
         self.app = app
@@ -54,6 +58,7 @@ class Runner:
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
         feed = CardFeed(sink, backend="app_server", workdir=None)
         try:
+            check_refs(task)
             workdir = resolve_workdir(task, self.config)
         except TaskRejected as exc:
             logger.info("task %s refused: %s", task.task_id, exc.code)
@@ -62,7 +67,7 @@ class Runner:
         policy = resolve_policy(task, self.config)
         feed = CardFeed(sink, backend="app_server", workdir=str(workdir))
         ctx = RunContext(task, self.config, sink, cancel, workdir, policy, feed,
-                         thread_id=task.codex_thread_ref)
+                         thread_id=task.codex_thread_ref, app_server_pid=self._app_server_pid)
         for kind, message in policy.warnings:
             await feed.event("warning", kind=kind, message=message)
         await feed.status("running")
@@ -74,6 +79,10 @@ class Runner:
             logger.exception("task %s crashed in the runner", task.task_id)
             result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
         if ctx.ran:
+            try:
+                link_scratch(self.config, workdir, ctx.thread_id)
+            except OSError as exc:
+                logger.warning("could not link the thread's scratch dir: %s", exc.__class__.__name__)
             await self._after_turn(ctx)
         return await self._finish(feed, result, ctx)
 
@@ -97,6 +106,9 @@ class Runner:
             except AppServerError:
                 pass  # keep the last answer; the next refresh asks again
         return self.capabilities
+
+    def _app_server_pid(self) -> int | None:
+        return getattr(self.app, "child_pid", None)
 
     # ---------------------------------------------------------------- paths
 
@@ -170,6 +182,12 @@ class Runner:
         return await self._exec(ctx)
 
     async def _exec(self, ctx: RunContext) -> TaskResult:
+        if ctx.policy.approval_policy != "never":
+            # exec cannot ask: running here would answer every approval with "yes".
+            message = (f"the Codex app-server is unavailable and codex exec cannot ask for approvals "
+                       f"(approval policy {ctx.policy.approval_policy}); the task did not run")
+            await ctx.feed.event("warning", kind="fallback", message=message)
+            raise TaskFailed(message, "approval_unavailable")
         try:
             binary = resolve_native(find_codex(self.config.codex.bin))
         except AppServerUnavailable as exc:
@@ -183,15 +201,13 @@ class Runner:
 
     # ---------------------------------------------------------------- results
 
-    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: str,
-                fallback_from: str | None = None) -> TaskResult:
+    def _result(self, ctx: RunContext, outcome: TurnOutcome, backend: Backend,
+                fallback_from: Backend | None = None) -> TaskResult:
         answer = final_answer(ctx.feed.card) or (
             sanitize_text(outcome.last_answer, workdir=ctx.workdir, limit=MAX_RESULT_CHARS)
             if outcome.last_answer else None)
         return TaskResult(
-            status=outcome.status,  # type: ignore[arg-type]
-            backend=backend,  # type: ignore[arg-type]
-            fallback_from=fallback_from,  # type: ignore[arg-type]
+            status=outcome.status, backend=backend, fallback_from=fallback_from,
             codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
             result_text=answer if outcome.status == "completed" else None,
             error_code=outcome.error_code if outcome.status != "completed" else None,
@@ -205,7 +221,7 @@ class Runner:
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
             if self._gh_status is None:
-                self._gh_status = await gitfacts.github_cli(ctx.workdir)
+                self._gh_status = await gitfacts.github_cli()
             branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
             if branch:
                 await ctx.feed.event("branch", **branch)
@@ -221,7 +237,7 @@ class Runner:
             result.error_message = sanitize_text(result.error_message, workdir=workdir)
         if result.backend is None and ctx is not None and ctx.ran:
             result.backend = "app_server"
-        await feed.event("finished", status=result.status, at=now_iso())
+        await feed.event("finished", status=result.status, at=utc_iso(ms=True))
         result.execution_progress = feed.to_dict()
         if ctx is not None:
             logger.info("task %s finished %s (backend %s)", ctx.task.task_id, result.status, result.backend)

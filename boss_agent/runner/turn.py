@@ -15,44 +15,72 @@ that, a lost app-server fails the task (``app_server_lost``) — never a second 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boss_agent.errors import AppServerError, RpcError, TurnNotActive, TurnNotStarted
+from boss_agent.appserver.routing import Notification, ThreadListener
+from boss_agent.errors import (
+    AppServerError,
+    RpcError,
+    ServerOverloaded,
+    TaskFailed,
+    TurnNotActive,
+    TurnNotStarted,
+)
+from boss_agent.jsonshape import mapping
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.cancel_sweep import kill_turn_processes
+from boss_agent.tasks import Status
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.methods import AppServerClient
 
 logger = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
+THREAD_NOT_FOUND = "thread_not_found"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
 
 
 @dataclass
 class TurnOutcome:
-    status: str  # completed | failed | cancelled
+    status: Status
     error_code: str | None = None
     error_message: str | None = None
     last_answer: str | None = None
 
 
 def _turn_error(turn: dict[str, Any]) -> str:
-    error = turn.get("error") if isinstance(turn.get("error"), dict) else {}
+    error = mapping(turn.get("error"))
     return str(error.get("message") or "the Codex turn failed")
 
 
+def _known(value: str | None, what: str) -> str:
+    """An id the order of calls guarantees (set before any call needs it); None is a bug."""
+    if value is None:
+        raise AssertionError(f"the {what} is not known yet")
+    return value
+
+
 class AppServerTurn:
-    def __init__(self, ctx: RunContext, client: Any) -> None:
+    def __init__(self, ctx: RunContext, client: AppServerClient) -> None:
         self.ctx = ctx
         self.client = client
         self.turn_sent = False
-        self._pids: set[int] = set()
+        self._calls: set[str] = set()  # this turn's commandExecution item ids
         self._last_answer: str | None = None
         self._interrupting = False
+
+    @property
+    def _thread(self) -> str:
+        """The thread id: the runner (resume, steer) or thread/start sets it before any turn call."""
+        return _known(self.ctx.thread_id, "thread id")
 
     # ------------------------------------------------------------------ entry points
 
@@ -76,30 +104,25 @@ class AppServerTurn:
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
             # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
-            async with self.client.listen(ctx.thread_id) as listener:
+            async with self.client.listen(self._thread) as listener:
                 return await self._start_and_follow(listener, inject)
         # MCP start-up is announced right after thread/start, possibly before its id is known
         # here: a catch-all listener spans that gap and is dropped before the turn.
-        everything_cm = self.client.listen_all()
-        everything = await everything_cm.__aenter__()
-        try:
+        async with contextlib.AsyncExitStack() as catch_all:
+            everything = await catch_all.enter_async_context(self.client.listen_all())
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
-            async with self.client.listen(ctx.thread_id) as listener:
+            async with self.client.listen(self._thread) as listener:
                 await self._mcp_ready(everything, mcp_server)
-                await everything_cm.__aexit__(None, None, None)
-                everything_cm = None
+                await catch_all.aclose()  # dropped before the turn starts
                 return await self._start_and_follow(listener, inject)
-        finally:
-            if everything_cm is not None:
-                await everything_cm.__aexit__(None, None, None)
 
-    async def _mcp_ready(self, listener: Any, server: str) -> None:
+    async def _mcp_ready(self, listener: ThreadListener, server: str) -> None:
         try:
             async with asyncio.timeout(MCP_READY_TIMEOUT_S):
                 async for message in listener:
                     params = message.params if isinstance(message.params, dict) else {}
-                    if (message.method != "mcpServer/startupStatus/updated"
+                    if (not isinstance(message, Notification) or message.method != "mcpServer/startupStatus/updated"
                             or params.get("threadId") != self.ctx.thread_id or params.get("name") != server):
                         continue
                     await self.ctx.feed.feed(message.raw)
@@ -113,16 +136,17 @@ class AppServerTurn:
     async def steer(self) -> TurnOutcome:
         ctx = self.ctx
         expected = ctx.task.target_turn_id
-        async with self.client.listen(ctx.thread_id) as listener:
+        if not expected:
+            raise TurnNotActive("a steer must name the turn it joins (targetCodexTurnId)")
+        async with self.client.listen(self._thread) as listener:
             try:
-                await self.client.turn_steer(ctx.thread_id, expected, ctx.input())
+                await self.client.turn_steer(self._thread, expected, ctx.input())
             except TurnNotActive:
                 raise
             except RpcError as exc:
                 raise TurnNotActive(sanitize_text(exc.message, limit=300)) from exc
             ctx.turn_id = expected
             ctx.ran = True
-            ctx.feed.turn_known(ctx.thread_id, expected)
             # The steer's output arrives on the original turn; its task answers the approvals.
             return await self._follow(listener, answer_approvals=False)
 
@@ -131,7 +155,7 @@ class AppServerTurn:
     async def _resume(self, extra: dict[str, Any]) -> None:
         ctx = self.ctx
         try:
-            await self.client.thread_resume(ctx.thread_id, excludeTurns=True, **ctx.thread_params(), **extra)
+            await self.client.thread_resume(self._thread, excludeTurns=True, **ctx.thread_params(), **extra)
             return
         except RpcError as exc:
             refused = exc
@@ -140,34 +164,41 @@ class AppServerTurn:
         # A thread started here that has no turn yet has no rollout to resume from, but it
         # is loaded and usable as it is (turn/start still carries the approval policy).
         loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
-        if ctx.thread_id not in (loaded or {}).get("data", []):
+        if ctx.thread_id in (loaded or {}).get("data", []):
+            return
+        if isinstance(refused, ServerOverloaded):
             raise TurnNotStarted(refused) from refused
+        # codex answered and has no such thread: no backend may turn this follow-up into a
+        # new, unrelated thread (codex exec resume of an unknown name starts one).
+        raise TaskFailed("this device has no Codex thread with that reference", THREAD_NOT_FOUND) from refused
 
-    async def _before_turn(self, call: Any) -> Any:
+    async def _before_turn[T](self, call: Awaitable[T]) -> T:
         try:
             return await call
         except AppServerError as exc:
             raise TurnNotStarted(exc) from exc
 
-    async def _start_and_follow(self, listener: Any, inject: list[dict[str, Any]] | None) -> TurnOutcome:
+    async def _start_and_follow(self, listener: ThreadListener, inject: list[dict[str, Any]] | None) -> TurnOutcome:
         ctx = self.ctx
         if inject:
-            await self._before_turn(self.client.thread_inject_items(ctx.thread_id, inject))
+            await self._before_turn(self.client.thread_inject_items(self._thread, inject))
         if ctx.cancel.is_set():
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled before it started")
         self.turn_sent = True
         try:
-            started = await self.client.turn_start(ctx.thread_id, ctx.input(),
+            started = await self.client.turn_start(self._thread, ctx.input(),
                                                    approvalPolicy=ctx.policy.approval_policy)
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
-        ctx.feed.turn_known(ctx.thread_id, ctx.turn_id)
+        announce = getattr(ctx.sink, "turn_started", None)  # optional sink method (the gateway's)
+        if announce is not None:
+            await announce(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
-    async def _follow(self, listener: Any, *, answer_approvals: bool) -> TurnOutcome:
+    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
         ctx = self.ctx
         approvals = Approvals(task_id=ctx.task.task_id, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
@@ -191,7 +222,7 @@ class AppServerTurn:
             failure = exc
         return self._outcome(turn, failure)
 
-    async def _loop(self, listener: Any, tg: asyncio.TaskGroup, approvals: Approvals,
+    async def _loop(self, listener: ThreadListener, tg: asyncio.TaskGroup, approvals: Approvals,
                     answer_approvals: bool) -> dict[str, Any] | None:
         async for message in listener:
             if not hasattr(message, "raw"):  # a server request
@@ -223,9 +254,8 @@ class AppServerTurn:
 
     def _note_item(self, item: dict[str, Any]) -> None:
         if item.get("type") == "commandExecution":
-            pid = str(item.get("processId") or "")
-            if pid.isdigit():
-                self._pids.add(int(pid))
+            if isinstance(item.get("id"), str):
+                self._calls.add(item["id"])
         elif item.get("type") == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
@@ -235,11 +265,12 @@ class AppServerTurn:
         self._interrupting = True
         deadline.reschedule(asyncio.get_running_loop().time() + INTERRUPT_GRACE_S)
         try:
-            await self.client.turn_interrupt(ctx.thread_id, ctx.turn_id)
+            await self.client.turn_interrupt(self._thread, _known(ctx.turn_id, "turn id"))
         except AppServerError as exc:
             logger.info("turn/interrupt failed (%s); ending the commands anyway", exc.__class__.__name__)
         # codex leaves interrupted exec processes running (facts 3f): end them here.
-        killed = await asyncio.to_thread(kill_turn_processes, self._pids, ctx.workdir, ctx.started_at)
+        killed = await asyncio.to_thread(kill_turn_processes, ctx.thread_id, self._calls,
+                                         ctx.app_server_pid(), ctx.started_at)
         if killed:
             logger.info("ended %d process(es) the interrupted turn left running", killed)
 

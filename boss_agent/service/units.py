@@ -120,7 +120,7 @@ def launchd_plist(spec: ServiceSpec) -> dict[str, Any]:
         "home": str(spec.home),
         "log_dir": str(spec.log_dir),
     }
-    plist = _substitute(template, values)
+    plist: dict[str, Any] = _substitute(template, values)
     plist["ProgramArguments"] = list(spec.argv)
     plist["EnvironmentVariables"].update(spec.environment)
     # launchd SIGKILLs 20 s after SIGTERM by default: longer than our grace period.

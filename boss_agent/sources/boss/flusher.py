@@ -10,10 +10,10 @@ retried forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
+from boss_agent.aio import periodic
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.spool import CompletionSpool
@@ -37,12 +37,8 @@ class SpoolFlusher:
         self._wake.set()
 
     async def run(self, authorized: asyncio.Event) -> None:
-        while True:
-            await authorized.wait()
-            self._wake.clear()
+        async for _ in periodic(SPOOL_RESCAN_S, wake=self._wake, gate=authorized):
             await self.flush()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SPOOL_RESCAN_S)
 
     async def flush(self, *, forever: bool = True) -> bool:
         """Send everything spooled; True when the spool is empty afterwards."""

@@ -11,14 +11,14 @@ and heartbeats at once instead of waiting out a stale interval.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
+from boss_agent.aio import periodic
 from boss_agent.errors import BossAgentError, Unauthorized
+from boss_agent.timefmt import utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ def clamp_interval_s(interval_ms: Any, current_s: float) -> float:
     return min(MAX_HEARTBEAT_INTERVAL_S, max(MIN_HEARTBEAT_INTERVAL_S, interval_ms / 1000))
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class HeartbeatLoop:
@@ -52,12 +50,8 @@ class HeartbeatLoop:
         self.count = 0
 
     async def run(self, authorized: asyncio.Event) -> None:
-        while True:
-            await authorized.wait()
-            self.now.clear()
+        async for _ in periodic(self.interval_s, wake=self.now, gate=authorized):
             await self.beat()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.now.wait(), self.interval_s)
 
     async def beat(self) -> None:
         try:

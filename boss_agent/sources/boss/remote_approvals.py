@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any
 
+from boss_agent.aio import race
 from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
 from boss_agent.sources.boss.api import APPROVAL_WAIT_MS, BossApi
 from boss_agent.tasks import ApprovalRequest, Task
@@ -25,19 +26,6 @@ logger = logging.getLogger(__name__)
 
 DECLINE = "decline"
 MIN_POLL_MS = 1_000  # the last poll before the timeout still gives the server a moment
-
-
-async def _first_of(work: Any, cancel: asyncio.Event) -> tuple[bool, Any]:
-    """Run ``work`` until it returns or ``cancel`` is set: (finished, result)."""
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(work)
-        stop = tg.create_task(cancel.wait())
-        await asyncio.wait({job, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if job.done():
-            stop.cancel()
-            return True, job.result()
-        job.cancel()
-        return False, None
 
 
 class RemoteApprovals:
@@ -67,12 +55,12 @@ class RemoteApprovals:
         key = (task.task_id, request.approval_id)
         self._waiting[key] = cancel
         try:
-            finished, decision = await _first_of(self._ask(task, request, deadline), cancel)
+            asked, _ = await race(self._ask(task, request, deadline), cancel.wait())
         finally:
             self._waiting.pop(key, None)
-        if not finished:
+        if asked.cancelled():
             return DECLINE
-        return decision
+        return asked.result()
 
     async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> str | dict[str, Any]:
         try:

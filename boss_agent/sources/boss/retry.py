@@ -85,7 +85,7 @@ class RetryPolicy:
 
     def controller(self, *, forever: bool = False) -> tenacity.AsyncRetrying:
         """A fresh tenacity controller; ``forever`` retries until success or a fatal error."""
-        stop = tenacity.stop_never
+        stop: tenacity.stop.stop_base = tenacity.stop_never
         if not forever and self.give_up_after_s is not None:
             stop = tenacity.stop_after_delay(self.give_up_after_s)
         wait = (tenacity.wait_exponential(multiplier=self.initial_s, max=self.max_s)

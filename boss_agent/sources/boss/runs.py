@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from boss_agent.aio import race
 from boss_agent.errors import TaskRejected
 from boss_agent.redact import sanitize_text
 from boss_agent.daemon.slots import Slots
@@ -56,7 +57,8 @@ class BossTaskSink:
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
 
-    def turn_known(self, thread_ref: str, turn_id: str) -> None:
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """Optional sink method: the live ids go out with the next progress upload."""
         self.uploader.set_refs(thread_ref, turn_id)
 
 
@@ -197,13 +199,7 @@ class TaskRuns:
 
     async def _slot_or_cancel(self, cancel: asyncio.Event) -> bool:
         """Wait in line for a slot; False when the task is cancelled first."""
-        async with asyncio.TaskGroup() as tg:
-            slot = tg.create_task(self.slots.acquire())
-            stop = tg.create_task(cancel.wait())
-            await asyncio.wait((slot, stop), return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            if not slot.done():
-                slot.cancel()
+        slot, _ = await race(self.slots.acquire(), cancel.wait())
         # Both may finish in the same step: a slot we were handed is ours to release.
         return not slot.cancelled()
 

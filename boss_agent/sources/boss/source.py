@@ -16,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from boss_agent import __version__
+from boss_agent.aio import race
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
 from boss_agent.daemon.slots import Slots
@@ -122,7 +124,7 @@ class BossSource:
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
             tg.create_task(self.flusher.run(self.authorized), name="boss spool"),
             tg.create_task(self._repair_watch(), name="boss pairing watch"),
-            tg.create_task(watch_clock(self.on_resume, **({"wall": self.clock} if self.clock else {})),
+            tg.create_task(watch_clock(self.on_resume, wall=self.clock or time.time),
                            name="clock watch"),
         ]
 
@@ -157,13 +159,10 @@ class BossSource:
         """Until one of our runs ends, the shared budget frees a slot (the gateway's), or
         the steer-only claim answered."""
         self.runs.changed.clear()
-        async with asyncio.TaskGroup() as tg:
-            waits = [tg.create_task(self.runs.changed.wait()), tg.create_task(self.runs.slots.wait_free())]
-            if steer_claim is not None and not steer_claim.done():
-                waits.append(tg.create_task(asyncio.wait([steer_claim])))
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for job in waits:
-                job.cancel()
+        waits: list[Any] = [self.runs.changed.wait(), self.runs.slots.wait_free()]
+        if steer_claim is not None and not steer_claim.done():
+            waits.append(steer_claim)  # watched, never cancelled: its answer must be accepted
+        await race(*waits)
 
     async def _repair_watch(self) -> None:
         while True:

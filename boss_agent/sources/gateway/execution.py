@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
@@ -39,10 +39,14 @@ from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.tasks import Task, TaskResult, TaskRunner
 
+if TYPE_CHECKING:
+    from boss_agent.sources.gateway.fleet import Fleet
+
 logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
+_CLAIMED = frozenset({"RUNNING", "WAITING_USER", "CANCELLING"})  # a live start, not a queue entry
 _WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
 
 
@@ -65,6 +69,7 @@ class Shared:
     slots: Slots
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
+    fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
 
     async def ack(self, entry: Entry) -> None:
         await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)
@@ -107,6 +112,8 @@ class Reporter:
             nonlocal written
             if record and record.get("status") in TERMINAL:
                 return None
+            if status == "RUNNING" and record and _claimed_by_other(record, worker_id):
+                return None  # two copies of one ASK raced past the start check: one runs
             record = record or {
                 "execution_id": "", "message_id": header.message_id,
                 "session_id": header.session_id, "trace_id": header.trace_id,
@@ -125,16 +132,17 @@ class Reporter:
         return written
 
     async def finish(self, status: str, *, text: str = "", code: str = "", message: str = "",
-                     reason: str = "") -> None:
+                     reason: str = "", metadata: dict[str, Any] | None = None) -> None:
+        """``metadata`` (codexThreadRef, turnId) rides on finalAnswer and appStreamResponse."""
         ctx = self.publisher.ctx
         events = []
         if text:
-            events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT))
+            events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT, metadata=metadata))
         if status != "COMPLETED":
             detail = sanitize_text(_detail(status, code, message, reason))
             events.append(wire.state_event(ctx, status.lower(), state_msg=detail,
                                            metadata={"errorCode": code} if code else None))
-        events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT))
+        events.append(wire.event(ctx, wire.APP_STREAM_RESPONSE, "", wire.CT_TEXT, metadata=metadata))
         error = {"code": code, "message": sanitize_text(message or code)} if code else None
         if not await self.set_status(status, error=error,
                                      **({"cancel_reason": reason} if reason else {})):
@@ -158,6 +166,17 @@ class Reporter:
         stream, fields = wire.reply_to_caller(self.header, self.publisher.ctx.agent_type,
                                               status, text, reply)
         await self.shared.policy.call("caller reply", self.shared.redis.xadd, stream, fields)
+
+
+def _claimed_by_other(record: dict[str, Any], worker_id: str) -> bool:
+    owner = record.get("worker_id")
+    return bool(owner) and owner != worker_id and record.get("status") in _CLAIMED
+
+
+def thread_metadata(result: TaskResult) -> dict[str, str]:
+    """What a client needs to continue the thread or steer the turn, once known."""
+    known = {"codexThreadRef": result.codex_thread_ref, "turnId": result.turn_id}
+    return {k: v for k, v in known.items() if v}
 
 
 def _detail(status: str, code: str, message: str, reason: str) -> str:
@@ -184,6 +203,8 @@ class Execution:
         self.holding_slot = True  # the caller acquired it for us
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
+        if shared.fleet is not None:
+            self.sink.on_turn = shared.fleet.turn_started
 
     @property
     def message_id(self) -> str:
@@ -199,10 +220,11 @@ class Execution:
         report: asyncio.Future[None] | None = None
         try:
             entry = self.reporter.entry
+            assert entry is not None  # run() starts from the ASK's own stream entry
             if not await self.reporter.set_status(
                     "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
                     caller_agent_type=self.ask.header.source_agent_type):
-                await self.reporter.ack()  # it ended between our check and our claim
+                await self.reporter.ack()  # it ended, or a peer claimed it, since our check
                 return
             result = await self._run_runner_with_pump()
             report = asyncio.ensure_future(self._report(result))
@@ -242,7 +264,9 @@ class Execution:
         except asyncio.CancelledError:
             if not self._forced:
                 raise
-            asyncio.current_task().uncancel()  # our own force-cancel, not a shutdown
+            current = asyncio.current_task()
+            assert current is not None  # a coroutine awaited by a task
+            current.uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
         except Exception as exc:
@@ -266,9 +290,19 @@ class Execution:
         status = _WIRE_STATUS.get(result.status, "FAILED")
         text = sanitize_text(result.result_text, workdir=self.task.workdir, limit=None) \
             if result.result_text else ""
+        await self._release_turn(result)
         await self.reporter.finish(status, text=text, code=result.error_code or "",
                                    message=result.error_message or "",
-                                   reason=self.cancel_reason if status == "CANCELLED" else "")
+                                   reason=self.cancel_reason if status == "CANCELLED" else "",
+                                   metadata=thread_metadata(result))
+
+    async def _release_turn(self, result: TaskResult) -> None:
+        if self.shared.fleet is None:
+            return
+        try:
+            await self.shared.fleet.task_ended(result.codex_thread_ref, result.turn_id)
+        except Exception as exc:  # noqa: BLE001 - the registry is advisory; the result must go out
+            logger.warning("could not update the thread registry (%s)", type(exc).__name__)
 
     async def _suspend(self) -> None:
         await self.reporter.set_status("WAITING_USER")
@@ -288,7 +322,7 @@ class Execution:
             self.shared.slots.release()
 
 
-async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict | None]:
+async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict[str, Any]]:
     """What to do with an ASK before running it: ``run``, ``skip``, ``orphaned``, ``cancelled``.
 
     ``local`` is True when this process already runs a task with that message id. A

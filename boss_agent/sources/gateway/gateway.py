@@ -9,7 +9,8 @@ Redis outages are retried with the policy object and never end it.
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
 passes the ``Slots`` it shares with the Boss source, so both together stay within
 ``max_concurrent_tasks``. The agent-type reader reads only while a slot is free (and
-at most that many entries), so a busy worker leaves work in the stream for its peers. A task suspended on an approval gives its slot back (and has
+at most that many entries), so a busy worker leaves work in the stream for its peers.
+A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
 
@@ -23,19 +24,25 @@ Known limits: a RESUME that arrives on the agent-type stream while every slot is
 held by a *running* task waits for a slot (the worker-stream reader has none); a
 network partition longer than the lease TTL lets a peer reclaim and fail tasks this
 worker is still running (their later reports are then dropped: a terminal record
-is never overwritten); an ASK read while a slot was free can find it taken by the
-Boss source a moment later and then waits on this device (pending, not running)
-instead of going to a peer. A ``Gateway`` runs once: ``run`` closes its Redis client.
+is never overwritten); an ASK read while a slot was free can find it taken (by the
+Boss source, or a forwarded task) a moment later: it goes back on its stream when a
+live peer serves the agent type, else it waits on this device (pending, not running).
+A ``Gateway`` runs once: ``run`` closes its Redis client.
+
+Fleet routing (which worker holds a thread, a live turn, a project) lives in
+``fleet.py``; this module only calls it: ``admit`` before a task starts, ``refresh``
+with each lease refresh, ``requeue`` when a read ASK finds no slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
+from redis.typing import KeyT, StreamIdT
 
 from boss_agent.config import Config
 from boss_agent.errors import (
@@ -54,6 +61,7 @@ from boss_agent.sources.gateway.execution import (
     Shared,
     classify_start,
 )
+from boss_agent.sources.gateway.fleet import Fleet
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -98,6 +106,8 @@ class Gateway:
         self._starting: set[str] = set()
         self._early_cancels: dict[str, tuple[str, bool]] = {}
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
+        self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
+                                               config.projects, self._agent_streams)
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
         self._task_reader: asyncio.Task[None] | None = None
@@ -118,6 +128,7 @@ class Gateway:
             "max_concurrent": self.max_concurrent,
             "running": len(self.executions) - suspended, "suspended": suspended,
             "accepting": self._accepting, "counts": dict(self.shared.stats),
+            **self.fleet.status(),
         }
 
     def stop_accepting(self) -> None:
@@ -139,9 +150,10 @@ class Gateway:
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
         presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
-                                  self.timing.lease_ttl_s)
+                                  self.timing.lease_ttl_s, self.fleet.record())
         try:
             await self.shared.policy.call("lease", presence.acquire)
+            await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
             async with asyncio.TaskGroup() as tg:
@@ -191,9 +203,10 @@ class Gateway:
                 raise
             if retaken:  # Redis lost its data: the groups are gone too
                 await self.shared.policy.call("groups", self._ensure_groups)
+            await self.shared.policy.call("fleet", self.fleet.refresh)
 
     # --- reading ----------------------------------------------------------------------
-    async def _read(self, streams: dict[str, str], count: int, block: int | None) -> list[tuple[Entry, Any]]:
+    async def _read(self, streams: dict[KeyT, StreamIdT], count: int, block: int | None) -> list[tuple[Entry, Any]]:
         async for attempt in self.shared.policy.retrying("read"):
             with attempt:
                 try:
@@ -211,7 +224,7 @@ class Gateway:
                     raise
         self._connected = True
         return [(Entry(stream.decode(), eid.decode()), fields)
-                for stream, entries in reply or () for eid, fields in entries]
+                for stream, entries in cast(keys.StreamReply, reply or []) for eid, fields in entries]
 
     async def _task_loop(self) -> None:
         block = self.timing.read_block_ms
@@ -222,9 +235,12 @@ class Gateway:
             await slots.wait_free()
             entries = await self._read({s: ">" for s in self._agent_streams}, slots.free, block)
             for entry, fields in entries:
-                # Another source may have taken the slot during the read; then the task
-                # waits in line for one in ``_start`` (its entry stays pending meanwhile).
-                await self._dispatch(entry, fields, slot_held=slots.try_acquire())
+                # Another source may have taken the slot during the read: an ASK goes back
+                # to the stream for an idle peer, else it waits here for a slot in ``_start``.
+                held = slots.try_acquire()
+                if not held and await self.fleet.requeue(entry, fields):
+                    continue
+                await self._dispatch(entry, fields, slot_held=held)
 
     async def _control_loop(self) -> None:
         while True:
@@ -251,14 +267,14 @@ class Gateway:
 
     async def _reclaim(self, stream: str) -> None:
         idle = self.timing.reclaim_idle_ms
-        pending = await self.redis.xpending_range(stream, self.group, min="-", max="+",
-                                                  count=RECOVER_BATCH, idle=idle)
+        pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
+            stream, self.group, min="-", max="+", count=RECOVER_BATCH, idle=idle))
         owners = {p["consumer"].decode() for p in pending} - {self.worker_id}
         dead = {o for o in owners if not await self.redis.exists(keys.worker_lease(o))}
-        ids = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
+        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
         if not ids:
             return
-        claimed = await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids)
+        claimed = cast(keys.ClaimReply, await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids))
         for eid, fields in claimed:
             self.shared.stats["reclaimed"] += 1
             logger.warning("reclaimed a pending entry of a worker that is gone")
@@ -275,7 +291,16 @@ class Gateway:
             return
         if isinstance(command, wire.Ask):
             assert self._tg is not None
-            self._starting.add(command.header.message_id)
+            message_id = command.header.message_id
+            if message_id in self._starting or message_id in self.executions:
+                # A second copy (a forward or requeue repeated after a crash) of a task that
+                # is starting or running here: its start check would race the first copy.
+                if slot_held:
+                    self.shared.slots.release()
+                self.shared.stats["skipped"] += 1
+                await self._guard(self.shared.ack(entry))
+                return
+            self._starting.add(message_id)
             self._tg.create_task(self._start(command, entry, slot_held))
             return
         if slot_held:
@@ -305,13 +330,18 @@ class Gateway:
 
     async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
         message_id = ask.header.message_id
+        # A steer joins a turn that already holds a slot here; waiting for another would
+        # deadlock a busy device until the very turn it steers ends.
+        holding = slot_held or not ask.extra_payload.get("targetCodexTurnId")
         try:
-            if not slot_held:
+            if not slot_held and holding:
                 await self.shared.slots.acquire()
             execution = await self._prepare(ask, entry)
             if execution is None:
-                self.shared.slots.release()
+                if holding:
+                    self.shared.slots.release()
                 return
+            execution.holding_slot = holding
         except BaseException:
             self._starting.discard(message_id)
             raise
@@ -348,8 +378,8 @@ class Gateway:
                 logger.warning("a task started by a worker that is gone is reported failed, not re-run")
                 await reporter.finish("FAILED", code="agent_restarted",
                                       message="the worker running this task stopped; it was not re-run")
-            else:
-                return Execution(self.shared, ask, task, entry)
+            elif routed := await self.fleet.admit(ask, entry):  # None: forwarded or failed
+                return Execution(self.shared, routed, task if routed is ask else routed.to_task(), entry)
         except Exception:
             self.shared.stats["errors"] += 1
             logger.exception("could not start a gateway task")

@@ -8,6 +8,9 @@ neither reach another key (``:``), a path (``/``, ``..``) nor a glob (``*``).
 from __future__ import annotations
 
 import re
+from typing import TypedDict, TypeGuard
+
+from redis.typing import EncodableT, FieldT
 
 from boss_agent.errors import BadCommand
 
@@ -24,15 +27,37 @@ KNOWN_WORKERS = f"{PREFIX}:registry:workers"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
-def valid_id(value: object) -> bool:
+def valid_id(value: object) -> TypeGuard[str]:
     """True for an id safe to embed in a key: letters, digits, ``_ . -``; ≤128 chars."""
     return isinstance(value, str) and _ID.fullmatch(value) is not None and ".." not in value
+
+
+StreamFields = dict[FieldT, EncodableT]  # an entry's fields as redis-py's XADD takes them
+
+# What the stream commands return with ``decode_responses`` off (redis-py annotates every
+# reply as a union of all RESP types, so the gateway names the shapes it relies on).
+StreamReply = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]  # XREADGROUP
+ClaimReply = list[tuple[bytes, dict[bytes, bytes] | None]]  # XCLAIM: None for an entry deleted since
+
+
+class PendingEntry(TypedDict):
+    """One row of XPENDING's extended form, as redis-py parses it."""
+
+    message_id: bytes
+    consumer: bytes
+    time_since_delivered: int
+    times_delivered: int
+
+
+def text(value: bytes | str) -> str:
+    """A Redis reply as text: the client returns bytes (``decode_responses`` is off)."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def check_id(value: object, what: str) -> str:
     if not valid_id(value):
         raise BadCommand(f"{what} is not a valid id")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def agent_type_stream(agent_type: str) -> str:
@@ -61,3 +86,16 @@ def agent_type_members(agent_type: str) -> str:
 
 def worker_agent_types(worker_id: str) -> str:
     return f"{PREFIX}:registry:worker:agent_types:{worker_id}"
+
+
+def thread_holder(thread_ref: str) -> str:
+    """The worker holding a Codex thread (fleet.py): its rollout is on that device."""
+    return f"{PREFIX}:registry:thread:{thread_ref}"
+
+
+def turn_holder(turn_id: str) -> str:
+    return f"{PREFIX}:registry:turn:{turn_id}"
+
+
+def held_threads(worker_id: str) -> str:
+    return f"{PREFIX}:registry:worker:threads:{worker_id}"

@@ -53,8 +53,9 @@ class WorkerPresence:
     """This process's claim on its worker id, and its agent-type membership."""
 
     def __init__(self, redis: aioredis.Redis, worker_id: str, agent_types: tuple[str, ...],
-                 lease_ttl_s: int) -> None:
+                 lease_ttl_s: int, record: dict[str, Any] | None = None) -> None:
         self.redis = redis
+        self.record = dict(record or {})  # extra lease fields peers route by (fleet.py)
         self.worker_id = worker_id
         self.agent_types = agent_types
         self.lease_ttl_s = lease_ttl_s
@@ -63,7 +64,7 @@ class WorkerPresence:
         self._mine = f'"token":"{self.token}"'
 
     def _value(self) -> str:
-        return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms()},
+        return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms(), **self.record},
                           separators=(",", ":"))
 
     async def acquire(self) -> None:
@@ -81,7 +82,7 @@ class WorkerPresence:
         if outcome == 2:
             logger.warning("worker lease had vanished (Redis restarted?); taken again")
         await self._register()
-        return outcome == 2
+        return bool(outcome == 2)
 
     async def _register(self) -> None:
         # Re-added on every beat: cheap, and it restores membership after a Redis restart.
@@ -129,7 +130,7 @@ class ExecutionRecords:
         execution_id = await self.redis.hget(reg, keys.MSG_MAP_FIELD + message_id)
         if execution_id is None:
             return None
-        return _decode(await self.redis.hget(reg, keys.EXEC_FIELD + execution_id.decode()))
+        return _decode(await self.redis.hget(reg, keys.EXEC_FIELD + keys.text(execution_id)))
 
     async def find(self, session_id: str, message_id: str, status: str) -> dict[str, Any] | None:
         """A record of ``message_id`` in ``status``, wherever ``msg_map`` points.
@@ -143,7 +144,7 @@ class ExecutionRecords:
             return found
         everything = await self.redis.hgetall(keys.session_registry(session_id))
         for name, raw in everything.items():
-            record = _decode(raw) if name.startswith(keys.EXEC_FIELD.encode()) else None
+            record = _decode(raw) if keys.text(name).startswith(keys.EXEC_FIELD) else None
             if record and record.get("message_id") == message_id and record.get("status") == status:
                 return record
         return None
@@ -167,7 +168,7 @@ class ExecutionRecords:
                     current = await self._read(pipe, reg, message_id, execution_id)
                     new = mutate(dict(current) if current else None)
                     if new is None:
-                        await pipe.unwatch()
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
                         return current
                     self._write(pipe, reg, message_id, new)
                     await pipe.execute()

@@ -66,7 +66,7 @@ async def route_resume(gw: Gateway, command: wire.Resume, entry: Entry) -> None:
     if not record:
         logger.warning("RESUME for a task that is not suspended; dropped")
     elif owner and owner != gw.worker_id and await worker_online(gw.redis, owner):
-        payload = {"data": json.dumps(_command_dict(command))}
+        payload: keys.StreamFields = {"data": json.dumps(_command_dict(command))}
         await gw.shared.policy.call("forward", gw.redis.xadd, keys.worker_stream(owner), payload)
         gw.shared.stats["forwarded"] += 1
     else:

@@ -10,6 +10,7 @@ from the initial delay after every success because each call builds a fresh
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import redis.exceptions as rex
@@ -60,7 +61,8 @@ class RetryPolicy:
             before_sleep=log,
         )
 
-    async def call(self, what: str, fn, *args, **kwargs):
+    async def call[**P, T](self, what: str, fn: Callable[P, Awaitable[T]],
+                           *args: P.args, **kwargs: P.kwargs) -> T:
         """Await ``fn(*args, **kwargs)`` under this policy."""
         try:  # the fast path: no retry machinery is built unless the first attempt fails
             return await fn(*args, **kwargs)

@@ -19,6 +19,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from boss_agent.aio import race
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -133,6 +134,8 @@ class GatewaySink:
         self._status: str | None = None
         self._artifacts: set[str] = set()
         self.card: dict[str, Any] = {}
+        # Called with (thread, turn) when the turn starts, before clients learn the ids.
+        self.on_turn: Callable[[str, str], Awaitable[None]] | None = None
 
     # --- TaskSink -------------------------------------------------------------------
     async def progress(self, card: dict[str, Any]) -> None:
@@ -159,6 +162,16 @@ class GatewaySink:
         """Optional sink method: the runner streams answer text itself (preferred)."""
         self._explicit_answer = True
         self._push_answer(sanitize_text(text, workdir=self._workdir, limit=None))
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """Optional sink method: the turn's ids, so a client can steer it while it runs."""
+        if self.on_turn is not None:
+            try:
+                await self.on_turn(thread_ref, turn_id)
+            except Exception as exc:  # noqa: BLE001 - routing is advisory; the turn goes on
+                logger.warning("could not publish the running turn (%s)", type(exc).__name__)
+        self._push("event", wire.state_event(self.ctx, "running", metadata={
+            "codexThreadRef": thread_ref, "turnId": turn_id}))
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         async with self._approval_lock:  # one ask-user form open at a time per task
@@ -221,7 +234,8 @@ class GatewaySink:
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
             return wire.card_event(self.ctx, value)
-        return value
+        event: dict[str, Any] = value  # already a rendered event
+        return event
 
     def _push(self, kind: str, value: Any) -> None:
         if kind == "card":  # only the newest card matters
@@ -241,9 +255,5 @@ class GatewaySink:
 
 async def _first(future: asyncio.Future[wire.Resume], cancel: asyncio.Event) -> wire.Resume | None:
     """The RESUME, or None when the task is cancelled first."""
-    cancelled = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        cancelled.cancel()
-    return future.result() if future.done() and not future.cancelled() else None
+    resumed, _ = await race(future, cancel.wait())  # the future is the registry's: watched only
+    return resumed.result() if resumed.done() and not resumed.cancelled() else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boss_agent.errors import BadCommand, TaskRejected
-from boss_agent.sources.gateway.keys import agent_type_stream, check_id
+from boss_agent.sources.gateway.keys import StreamFields, agent_type_stream, check_id
 from boss_agent.tasks import Task, parse_task
 
 MAX_TEXT_CHARS = 1000  # user names, trace ids, reasons: labels, not documents
@@ -130,7 +130,7 @@ def parse_header(raw: Any) -> Header:
     )
 
 
-def _body(raw: dict[str, Any], header: Header) -> dict[str, Any]:
+def _body(raw: dict[str, Any], header: Header | None) -> dict[str, Any]:
     body = raw.get("body")
     if not isinstance(body, dict):
         raise BadCommand("body must be an object", header)
@@ -246,7 +246,7 @@ def card_event(ctx: EventContext, card: dict[str, Any]) -> dict[str, Any]:
 
 
 def reply_to_caller(header: Header, worker_agent_type: str, status: str, content: str,
-                    reply_data: Any) -> tuple[str, dict[str, str]]:
+                    reply_data: Any) -> tuple[str, StreamFields]:
     """The RESUME a sub-agent sends its caller: (caller's agent-type stream, entry)."""
     reply_header = Header(
         message_id=header.parent_message_id or f"msg-{uuid.uuid4().hex[:8]}",

@@ -1,0 +1,1 @@
+"""Real peers on loopback: codex, redis-server, HTTP servers, Chromium, Xvfb, processes."""

@@ -1,0 +1,1 @@
+"""The real codex binary (pinned npm package) against the scripted model."""

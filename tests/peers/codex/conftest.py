@@ -1,0 +1,14 @@
+"""The real codex binary (pinned npm package) against the scripted model.
+
+Every test below this folder is marked ``codex``.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.layer import apply_marker
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    apply_marker(items, Path(__file__).parent, "codex")

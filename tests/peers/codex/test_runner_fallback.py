@@ -1,0 +1,86 @@
+"""The exec fallback and its boundary: codex exec runs only when no app-server turn started."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from boss_agent.demo import scripted_model as sm
+from boss_agent.appserver.client import AppServer
+from boss_agent.runner import Runner
+from boss_agent.tasks import Task
+from tests.support.runner import Sink, make_config, missing_app_server, poll
+
+pytestmark = [
+    pytest.mark.codex,
+]
+
+
+async def test_without_an_app_server_codex_exec_runs_the_task_and_resumes_its_thread(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
+    # exec cannot ask, so it runs only tasks the owner lets run unasked.
+    config = make_config(tmp_path, codex_bin, **{"codex.approval_policy": "never",
+                                                 "codex.max_approval_policy": "never"})
+    scripted_model.enqueue(sm.text_reply("from exec"))
+    scripted_model.enqueue(sm.text_reply("resumed in exec"))
+    async with missing_app_server(tmp_path, codex_bin) as app:
+        runner = Runner(config, app, codex_home=codex_home)
+        sink = Sink()
+        result = await runner.run(Task("t-exec", "first prompt"), sink, asyncio.Event())
+        assert result.status == "completed", result
+        assert (result.backend, result.fallback_from) == ("exec", "app_server")
+        assert result.result_text == "from exec" and result.codex_thread_ref
+        card = result.execution_progress
+        assert card["backend"] == "exec" and card["status"] == "completed"
+        assert any(w["kind"] == "fallback" for w in card["warnings"])
+        again = await runner.run(Task("t-exec-2", "second prompt", codex_thread_ref=result.codex_thread_ref),
+                                 Sink(), asyncio.Event())
+    assert again.status == "completed" and again.result_text == "resumed in exec"
+    assert again.codex_thread_ref == result.codex_thread_ref
+    texts = scripted_model.requests[-1].input_texts()
+    assert "first prompt" in texts and texts[-1] == "second prompt"
+    assert texts.count("second prompt") == 1  # the prompt came once (stdin `-`, nothing appended)
+
+
+async def test_without_an_app_server_and_no_exec_fallback_the_task_fails_cleanly(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
+    config = make_config(tmp_path, codex_bin, **{"codex.fallback": ["cua"]})
+    async with missing_app_server(tmp_path, codex_bin) as app:
+        result = await Runner(config, app, codex_home=codex_home).run(Task("t-none", "x"), Sink(),
+                                                                      asyncio.Event())
+    assert result.status == "failed" and result.error_code == "app_server_unavailable"
+    assert scripted_model.requests == []
+
+
+def _app_server_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "app-server" in proc.cmdline():
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def test_an_app_server_lost_after_the_turn_started_fails_the_task_and_never_runs_exec(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
+    config = make_config(tmp_path, codex_bin)
+    scripted_model.enqueue(sm.hang(sm.message("half an answer")))
+    scripted_model.enqueue(sm.text_reply("exec would have answered this"))
+    async with AppServer.from_config(config, codex_home=codex_home) as app:
+        runner = Runner(config, app, codex_home=codex_home)
+        async with asyncio.TaskGroup() as tg:
+            running = tg.create_task(runner.run(Task("t-lost", "long job"), Sink(), asyncio.Event()))
+            await poll(lambda: scripted_model.requests)  # the turn reached the model
+            for proc in _app_server_processes():
+                proc.kill()
+    result: Any = running.result()
+    assert result.status == "failed" and result.error_code == "app_server_lost"
+    assert result.backend == "app_server" and result.fallback_from is None
+    assert len(scripted_model.requests) == 1
+    assert all(r.headers.get("originator") != "codex_exec" for r in scripted_model.requests)

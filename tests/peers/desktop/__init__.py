@@ -1,0 +1,1 @@
+"""Xvfb with a window manager and the CUA driver."""

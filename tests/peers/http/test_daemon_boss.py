@@ -1,0 +1,236 @@
+"""The daemon's Boss source end to end against the real ControlPlane on loopback, with
+a fault-injecting real HTTP proxy in between and the in-test StubRunner: pairing,
+heartbeats, claim, progress, completion through 500s, malformed tasks, approvals,
+cancel, a revoked token, a suspend, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import stat
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boss_agent.controlplane import ControlPlane
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.errors import BossApiError
+from boss_agent.identity import load_identity
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.daemon.statefile import STATE_FILE
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config, wait_until
+
+FAST = RetryPolicy.fast()
+CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, FaultProxy]]:
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
+        yield cp, proxy
+
+
+@pytest.fixture
+async def paired(tmp_path: Path, plane: tuple[ControlPlane, FaultProxy]) -> Any:
+    cp, proxy = plane
+    config = make_config(tmp_path, proxy.url, max_concurrent_tasks=2)
+    identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+    return cp, proxy, config, identity
+
+
+@contextlib.asynccontextmanager
+async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daemon]:
+    daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS,
+                    handle_signals=False, **kwargs)
+    ready = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(daemon.run(ready))
+        await asyncio.wait_for(ready.wait(), WAIT_S)
+        try:
+            yield daemon
+        finally:
+            daemon.request_stop()
+            await asyncio.wait_for(job, WAIT_S)
+
+
+async def spool_empty(daemon: Daemon) -> None:
+    source = daemon.source
+    assert source is not None
+    await wait_until(lambda: len(source.spool) == 0, source.flusher.changed)
+
+
+async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:
+    await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed", "cancelled"))
+    return cp.task(task_id)
+
+
+async def test_pairing_stores_an_owner_only_token_and_bad_codes_are_one_line_errors(
+    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy],
+) -> None:
+    cp, proxy = plane
+    state = tmp_path / "state"
+    with pytest.raises(BossApiError) as bad:
+        await pair_device(state, proxy.url, "000-000", policy=FAST)
+    assert bad.value.code == "invalid_pairing_code" and "\n" not in str(bad.value)
+    identity = await pair_device(state, proxy.url, cp.create_pairing_code(), policy=FAST)
+    assert load_identity(state) == identity
+    assert stat.S_IMODE((state / "device_token").stat().st_mode) == 0o600
+    assert identity.token not in repr(identity)
+
+
+async def test_a_claimed_task_streams_progress_and_completes_with_its_result(paired: Any) -> None:
+    cp, proxy, config, identity = paired
+    runner = StubRunner(cards=50)
+    async with running(config, runner) as daemon:
+        await proxy.wait_for(lambda: proxy.requests("/heartbeat"))
+        task_id = cp.submit_task("say hi")
+        view = await finished(cp, proxy, task_id)
+        assert view["result"]["status"] == "completed"
+        assert view["result"]["resultText"] == "done: say hi"
+        assert view["result"]["codexThreadRef"] == "thr_stub"
+        assert view["result"]["backend"] == "app_server"
+        uploads = [s.body for s in proxy.requests(f"/{task_id}/progress")]
+        assert 1 <= len(uploads) < 51  # coalesced, 51 cards
+        assert [u["seq"] for u in uploads] == list(range(1, len(uploads) + 1))
+        assert view["executionProgress"]["status"] == "completed"
+        beat = cp.devices()[0]
+        assert beat["capabilities"]["codexExec"] == {"available": True, "version": "test"}
+        assert beat["system"]["cpuCount"] >= 1
+        await spool_empty(daemon)
+    state = json.loads((config.state_dir / STATE_FILE).read_text())
+    assert state["paired"] is True and state["device_id"] == identity.device_id
+    assert identity.token not in (config.state_dir / STATE_FILE).read_text()
+
+
+async def test_completes_survive_a_server_answering_500_for_a_while(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.fail("/complete", 4, 500)
+    async with running(config, StubRunner(cards=1)) as daemon:
+        task_id = cp.submit_task("keep me")
+        view = await finished(cp, proxy, task_id)
+        assert view["result"]["resultText"] == "done: keep me"
+        statuses = [s.status for s in proxy.requests(f"/{task_id}/complete")]
+        assert statuses[:4] == [500] * 4 and statuses[-1] == 200
+        await spool_empty(daemon)
+
+
+async def test_a_failing_progress_endpoint_never_holds_back_the_result(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.fail("/progress", 10_000, 503)
+    async with running(config, StubRunner(cards=20)):
+        task_id = cp.submit_task("progress is down")
+        view = await finished(cp, proxy, task_id)
+    assert view["result"]["resultText"] == "done: progress is down"
+    assert all(s.status == 503 for s in proxy.requests("/progress"))
+    assert view["executionProgress"]["status"] == "completed"  # carried by `complete`
+
+
+async def test_malformed_tasks_fail_with_a_code_and_the_loop_goes_on(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.inject_claim([
+        {"taskId": "tsk_bad_intent", "prompt": "x", "intentCategory": "make_coffee"},
+        {"taskId": "tsk_no_prompt"},
+        {"taskId": "tsk_huge", "prompt": "x" * 200_001},
+        {"taskId": "tsk_bad_type", "prompt": "x", "attempt": "one"},
+        {"prompt": "no id at all"},
+        "not even an object",
+    ])
+    runner = StubRunner(cards=1)
+    async with running(config, runner):
+        await proxy.wait_for(lambda: len(proxy.requests("/complete")) >= 4)
+        codes = {s.path.split("/")[-2]: s.body["error"]["code"] for s in proxy.requests("/complete")}
+        assert codes == {"tsk_bad_intent": "unsupported_intent", "tsk_no_prompt": "invalid_task",
+                         "tsk_huge": "prompt_too_large", "tsk_bad_type": "invalid_task"}
+        assert all(s.body["status"] == "failed" for s in proxy.requests("/complete"))
+        task_id = cp.submit_task("still alive")
+        assert (await finished(cp, proxy, task_id))["result"]["status"] == "completed"
+    assert runner.runs == [task_id]
+
+
+@pytest.mark.parametrize("decision", ["accept", "decline"])
+async def test_a_remote_approval_is_asked_once_and_answered_from_the_control_plane(
+    paired: Any, decision: str,
+) -> None:
+    cp, proxy, config, _ = paired
+    proxy.fail("/approvals", 1, 503)  # the retried POST must not make a second approval
+    runner = StubRunner(cards=1, approval=True)
+    async with running(config, runner):
+        task_id = cp.submit_task("needs approval")
+        await proxy.wait_for(lambda: cp.task(task_id)["approvals"])
+        approval = cp.task(task_id)["approvals"][0]
+        cp.decide(task_id, approval["approvalId"], decision)
+        view = await finished(cp, proxy, task_id)
+    assert runner.decisions[task_id] == decision
+    assert len(view["approvals"]) == 1 and approval["summary"] == "Run a command"
+    assert [s.status for s in proxy.requests("/approvals")] == [503, 201]
+
+
+async def test_an_approval_nobody_answers_is_declined_at_the_timeout(paired: Any, tmp_path: Path) -> None:
+    cp, proxy, _, _ = paired
+    config = make_config(tmp_path, proxy.url, codex__approval_timeout_s=1)
+    runner = StubRunner(cards=0, approval=True)
+    async with running(config, runner):
+        task_id = cp.submit_task("nobody answers")
+        await finished(cp, proxy, task_id)
+    assert runner.decisions[task_id] == "decline"
+
+
+async def test_a_cancel_in_the_heartbeat_answer_cancels_the_running_task(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.heartbeat_interval_ms = 1000  # the server's minimum we obey; keeps the test short
+    runner = StubRunner(cards=1, hold=True)
+    async with running(config, runner):
+        task_id = cp.submit_task("long job")
+        await asyncio.wait_for(runner.started_event(task_id).wait(), WAIT_S)
+        cp.cancel_task(task_id)
+        view = await finished(cp, proxy, task_id)
+    assert view["result"]["status"] == "cancelled"
+
+
+async def test_a_revoked_token_stops_claiming_shows_unpaired_and_a_new_pairing_resumes(
+    paired: Any,
+) -> None:
+    cp, proxy, config, identity = paired
+    proxy.heartbeat_interval_ms = 1000
+    async with running(config, StubRunner(cards=1)) as daemon:
+        source = daemon.source
+        assert source is not None
+        await proxy.wait_for(lambda: proxy.requests("/heartbeat"))
+        cp.revoke_device(identity.device_id)
+        await asyncio.wait_for(source.revoked.wait(), WAIT_S)
+        daemon.write_state()
+        state = json.loads((config.state_dir / STATE_FILE).read_text())
+        assert state["paired"] is False and state["unpaired"] is True
+        assert identity.token not in (config.state_dir / STATE_FILE).read_text()
+        # The user pairs again while the daemon runs: it picks the new token up.
+        again = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+        await asyncio.wait_for(source.authorized.wait(), WAIT_S)
+        task_id = cp.submit_task("after re-pairing")
+        view = await finished(cp, proxy, task_id)
+    assert view["result"]["status"] == "completed" and view["deviceId"] == again.device_id
+
+
+async def test_a_stop_request_interrupts_running_tasks_and_reports_them_cancelled(paired: Any) -> None:
+    cp, _, config, _ = paired
+    runner = StubRunner(cards=1, hold=True)
+    async with running(config, runner):
+        task_id = cp.submit_task("never finishes")
+        await asyncio.wait_for(runner.started_event(task_id).wait(), WAIT_S)
+    view = cp.task(task_id)
+    assert view["result"]["status"] == "cancelled"
+    assert (config.state_dir / "running").exists() and not list((config.state_dir / "running").iterdir())
+
+
+async def test_a_wall_clock_jump_heartbeats_at_once(paired: Any) -> None:
+    _, proxy, config, _ = paired
+    jump = {"s": 0.0}
+
+    async with running(config, StubRunner(), wall_clock=lambda: time.time() + jump["s"]):
+        await proxy.wait_for(lambda: len(proxy.requests("/heartbeat")) == 1)
+        jump["s"] = 3600.0  # as if the lid was closed for an hour
+        await proxy.wait_for(lambda: len(proxy.requests("/heartbeat")) >= 2)

@@ -1,0 +1,1 @@
+"""Real processes: signals, sd_notify sockets, locks."""

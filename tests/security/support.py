@@ -1,0 +1,15 @@
+"""Shared set-up for the security regression tests: hostile tasks against real codex."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boss_agent.tasks import Task, parse_task
+from tests.support.runner import missing_app_server
+
+__all__ = ["hostile", "missing_app_server"]
+
+
+def hostile(**fields: Any) -> Task:
+    """A task as every source builds it: through ``parse_task`` from wire fields."""
+    return parse_task({"taskId": "t-hostile", "prompt": "do it", **fields})

@@ -1,0 +1,1 @@
+"""What the test layers share: harnesses, waits, configs, raw codex, the browser."""

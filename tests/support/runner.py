@@ -1,0 +1,91 @@
+"""Helpers for the runner tests: a recording TaskSink, configs, bounded waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from boss_agent.appserver.client import AppServer
+from boss_agent.demo import scripted_model as sm
+from boss_agent.config import Config, load_config
+from boss_agent.tasks import ApprovalRequest
+
+WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
+POLL_S = 0.05  # for conditions with no event to await (a process appearing)
+
+
+def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
+    workspace = tmp / "ws"
+    workspace.mkdir(parents=True, exist_ok=True)
+    return load_config(overrides={
+        "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
+        **overrides}, environ={})
+
+
+def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
+    """An app-server whose codex binary does not exist: every task reaches the fallbacks."""
+    broken = make_config(tmp / "broken", codex_bin, **{"codex.bin": str(tmp / "no-such-codex")})
+    return AppServer.from_config(broken)
+
+
+def sleepers(marker: str) -> list[psutil.Process]:
+    """Processes whose command line contains ``marker`` (a command's unique sleep)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: Any) -> dict[str, Any]:
+    """A module's shared set-up: a codex home on ``model`` and a permissive config.
+
+    The device allows full access so each test can ask for the sandbox it needs.
+    """
+    home = sm.write_codex_home(tmp / "codex-home", model.base_url)
+    config = make_config(tmp, codex_bin, **{"codex.sandbox": "danger-full-access",
+                                            "codex.max_sandbox": "danger-full-access", **overrides})
+    return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
+
+
+class Sink:
+    """Records every card and approval; answers approvals with ``decide``."""
+
+    def __init__(self, decide: Callable[[ApprovalRequest], Awaitable[Any]] | None = None) -> None:
+        self.cards: list[dict[str, Any]] = []
+        self.approvals: list[ApprovalRequest] = []
+        self.decide = decide
+        self.changed = asyncio.Event()
+
+    async def progress(self, card: dict[str, Any]) -> None:
+        self.cards.append(card)
+        self.changed.set()
+
+    async def request_approval(self, request: ApprovalRequest) -> Any:
+        self.approvals.append(request)
+        self.changed.set()
+        if self.decide is None:
+            return "decline"
+        return await self.decide(request)
+
+    def dumps(self) -> str:
+        return json.dumps(self.cards)
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def poll(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
+    """Wait for a condition that has no event (a process appearing or leaving), bounded."""
+    async with asyncio.timeout(timeout):
+        while not (value := predicate()):
+            await asyncio.sleep(POLL_S)
+        return value

@@ -1,0 +1,207 @@
+"""The runner's pure pieces: workdir safety, policy caps, approval answers, the
+collaboration summary, exec JSONL parsing, git facts and the CUA config."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from boss_agent.config import load_config
+from boss_agent.errors import TaskRejected
+from boss_agent.runner import collaboration, cua, gitfacts
+from boss_agent.runner.approval_requests import approval_id, codex_answer
+from boss_agent.runner.exec_backend import parse_line
+from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.tasks import Task
+
+
+def _config(tmp_path: Path, **overrides: object):
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    return load_config(overrides={"workspaces": [str(root)], "state_dir": str(tmp_path / "state"),
+                                  **overrides}, environ={})
+
+
+def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    with pytest.raises(TaskRejected) as caught:
+        resolve_workdir(Task("t", "p", workdir="../../etc"), config)
+    assert caught.value.code == "workdir_not_allowed"
+    with pytest.raises(TaskRejected):
+        resolve_workdir(Task("t", "p", workdir="/etc"), config)
+
+
+def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    (config.workspaces[0] / "escape").symlink_to("/etc")
+    with pytest.raises(TaskRejected):
+        resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "escape")), config)
+
+
+def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_thread(
+        tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    with pytest.raises(TaskRejected):
+        resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "nope")), config)
+    scratch = resolve_workdir(Task("t", "p"), config)
+    assert scratch.parent == (config.state_dir / "scratch").resolve() and scratch.is_dir()
+    assert resolve_workdir(Task("t2", "p", codex_thread_ref="thr-1"), config).name == "thr-1"
+    inner = config.workspaces[0] / "a" / "b"
+    inner.mkdir(parents=True)
+    assert resolve_workdir(Task("t", "p", workdir=str(inner / ".." / "b")), config) == inner
+
+
+def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warning(tmp_path: Path) -> None:
+    config = _config(tmp_path, **{"codex.max_sandbox": "workspace-write",
+                                  "codex.max_approval_policy": "on-request",
+                                  "codex.approval_modes": ["deny"]})
+    policy = resolve_policy(Task("t", "p", sandbox="danger-full-access", approval_policy="never"), config)
+    assert (policy.sandbox, policy.approval_policy, policy.approval_mode) == (
+        "workspace-write", "on-request", "deny")
+    assert len(policy.warnings) == 3
+    strict = resolve_policy(Task("t", "p", sandbox="read-only", approval_policy="untrusted"), config)
+    assert (strict.sandbox, strict.approval_policy) == ("read-only", "untrusted")
+
+
+def test_the_approval_id_is_stable_per_codex_request_and_distinct_across_them() -> None:
+    assert approval_id("t1", 0, "call_a") == approval_id("t1", 0, "call_a")
+    assert approval_id("t1", 0, "call_a") != approval_id("t1", 1, "call_a")
+    assert approval_id("t1", 0, "call_a") != approval_id("t2", 0, "call_a")
+
+
+def test_decisions_become_the_answer_each_codex_request_expects() -> None:
+    cmd = "item/commandExecution/requestApproval"
+    assert codex_answer(cmd, {}, "accept") == ({"decision": "accept"}, "accepted")
+    assert codex_answer(cmd, {}, None) == ({"decision": "decline"}, "declined")
+    assert codex_answer(cmd, {}, "rm -rf /") == ({"decision": "decline"}, "declined")
+    perms = {"permissions": {"network": {"enabled": True}}}
+    assert codex_answer("item/permissions/requestApproval", perms, "acceptForSession") == (
+        {"permissions": {"network": {"enabled": True}}, "scope": "session"}, "accepted")
+    assert codex_answer("item/permissions/requestApproval", perms, "decline")[0] == {"permissions": {}}
+    answers = {"db": {"answers": ["Postgres"]}}
+    assert codex_answer("item/tool/requestUserInput", {}, {"answers": answers}) == (
+        {"answers": answers}, "accepted")
+    assert codex_answer("item/tool/requestUserInput", {}, None) == ({"answers": {}}, "declined")
+
+
+def test_the_collaboration_summary_holds_answers_and_plan_but_never_prompts_or_secrets() -> None:
+    listing = {"data": [
+        {"turnId": "u1", "item": {"type": "userMessage", "content": [{"text": "my prompt"}]}},
+        {"turnId": "u1", "item": {"type": "agentMessage", "text": "working…", "phase": "commentary"}},
+        {"turnId": "u1", "item": {"type": "agentMessage", "text": "Result: 42 key sk-proj-abcdefghijklmnop"}},
+        {"turnId": "u1", "item": {"type": "plan", "text": "1. Do A"}},
+        {"turnId": "u1", "item": {"type": "commandExecution", "aggregatedOutput": "private output"}},
+    ]}
+    summary = collaboration.build_summary(collaboration._items(listing))
+    assert summary is not None
+    assert "Result: 42" in summary and "1. Do A" in summary
+    for leaked in ("my prompt", "working…", "sk-proj-abcdefghijklmnop", "private output", "u1"):
+        assert leaked not in summary
+    assert collaboration.build_summary([]) is None
+    huge = [{"type": "agentMessage", "text": "x" * 50_000, "_turn": n} for n in range(10)]
+    assert len(collaboration.build_summary(huge) or "") <= collaboration.MAX_SUMMARY_CHARS
+
+
+def test_exec_jsonl_lines_that_are_not_objects_are_skipped() -> None:
+    assert parse_line(b'{"type":"turn.started"}\n') == {"type": "turn.started"}
+    assert parse_line(b"not json\n") is None
+    assert parse_line(b"[1,2]\n") is None
+    assert parse_line(b"\xff\xfe\n") is None
+
+
+def _repo_with_changes(repo: Path) -> None:
+    repo.mkdir()
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", "-b", "feature/x", str(repo)], check=True)
+    (repo / "a.txt").write_text("one\ntwo\n")
+    subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
+    (repo / "a.txt").write_text("one\nthree\nfour\n")
+    (repo / "new.png").write_bytes(b"\x89PNG")
+
+
+async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
+    facts = await gitfacts.branch_facts(repo, "missing")
+    assert facts == {"name": "feature/x", "changedFiles": 2, "insertions": 2, "deletions": 1,
+                     "gitOperations": [], "githubCli": "missing"}
+    assert await gitfacts.branch_facts(tmp_path, "missing") is None or (tmp_path / ".git").exists()
+    assert gitfacts.find_artifacts(repo, 0) == [{"name": "new.png", "kind": "image"}]
+
+
+def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_tools() -> None:
+    config = cua.mcp_config("/opt/cua-driver")
+    server = config["mcp_servers.cua"]
+    assert server["command"] == "/opt/cua-driver" and server["args"] == ["mcp"]
+    assert server["env"] == {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0"}
+    assert "DISPLAY" in server["env_vars"]
+    assert {"get_desktop_state", "click"} <= set(server["enabled_tools"])
+
+
+async def test_the_cua_health_check_fails_cleanly_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    binary = cua.find_driver()
+    assert binary is not None, "the cua extra (cua-driver) is installed for the tests"
+    health = await cua.driver_health(binary)
+    assert not health.available and health.version and health.reason
+    missing = await cua.driver_health(None)
+    assert not missing.available and missing.reason == "cua-driver is not installed"
+
+
+def test_mcp_tool_call_approvals_answer_with_an_action() -> None:
+    method = "mcpServer/elicitation/request"
+    assert codex_answer(method, {}, "accept") == ({"action": "accept", "content": None}, "accepted")
+    assert codex_answer(method, {}, "acceptForSession")[0]["action"] == "accept"
+    assert codex_answer(method, {}, None) == ({"action": "decline", "content": None}, "declined")
+    assert codex_answer(method, {}, "cancel")[1] == "cancelled"
+
+
+class _Feed:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+
+    async def event(self, name: str, /, **params: object) -> None:
+        self.events.append((name, params))
+
+
+async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() -> None:
+    import asyncio
+
+    from boss_agent.appserver.routing import ServerRequest
+    from boss_agent.runner.approval_requests import Approvals
+
+    sent: list[tuple[object, object, object]] = []
+
+    async def answer(request_id: object, result: object, error: object) -> None:
+        sent.append((request_id, result, error))
+
+    asked: list[object] = []
+    release = asyncio.Event()
+
+    class SlowSink:
+        async def progress(self, card: object) -> None: ...
+
+        async def request_approval(self, request: object) -> str:
+            asked.append(request)
+            await release.wait()
+            return "accept"
+
+    method = "item/commandExecution/requestApproval"
+    params = {"itemId": "call_1", "threadId": "t", "command": "rm -rf /tmp/x"}
+    feed = _Feed()
+    approvals = Approvals(task_id="t1", feed=feed, sink=SlowSink(), approval_mode="remote",  # type: ignore[arg-type]
+                          timeout_s=30, workdir="/w")
+    async with asyncio.TaskGroup() as tg:
+        approvals.start(tg, ServerRequest(0, method, params, answer))
+        approvals.start(tg, ServerRequest(0, method, params, answer))  # re-delivered after a reconnect
+        while not asked:
+            await asyncio.sleep(0)
+        approvals.resolved(0)  # codex settled it (the turn was interrupted) before the user decided
+        release.set()
+    assert len(asked) == 1 and sent == []
+    assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
+    assert "rm -rf" not in str(feed.events)
