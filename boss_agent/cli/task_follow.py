@@ -31,7 +31,7 @@ def controlplane_dir(state_dir: Path) -> Path:
 
 
 class ChangeLines:
-    """One plain line per change of a task's view: status, step, approval, result."""
+    """One plain line per change of a task's view: status, thread, step, approval, result."""
 
     def __init__(self, page_url: str) -> None:
         self.page_url = page_url
@@ -49,6 +49,9 @@ class ChangeLines:
         status = str(view.get("status") or "queued")
         if self._changed("status", status):
             out.append(f"status: {status}")
+        thread = view.get("codexThreadRef")
+        if thread and self._changed("thread", str(thread)):
+            out.append(f"thread: {thread} (continue it with --thread)")
         for index, step in enumerate(card.get("steps") or []):
             state = str(step.get("status", ""))
             if self._changed(f"step {index}", state):

@@ -109,6 +109,7 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
         steer_code, steer_out, steer_err = await steer.finish()
         code, out, err = await task.finish()
         thread = plane.task(first)["codexThreadRef"]
+        assert f"thread: {thread} (continue it with --thread)" in out
         follow = await run_cli(tmp_path, "task", "and now?", "--workdir", str(workdir), "--thread", thread)
         follow_code, follow_out, follow_err = await follow.finish()
     assert steer_code == 0, steer_out + steer_err
