@@ -44,6 +44,7 @@ class Task:
     approval_mode: str = "remote"
     approval_policy: str | None = None
     sandbox: str | None = None
+    collaboration_mode: str | None = None  # "plan": Codex may ask the person questions
     created_at: str | None = None
 
     def __repr__(self) -> str:  # the prompt never reaches a log line through repr
@@ -84,11 +85,14 @@ class ApprovalRequest:
     """One Codex approval request as the phone sees it (already sanitized)."""
 
     approval_id: str
-    kind: Literal["command", "fileChange", "permissions", "userInput"]
+    kind: Literal["command", "fileChange", "permissions", "userInput", "elicitation"]
     summary: str
     risk: Literal["low", "medium", "high"]
     available_decisions: tuple[str, ...]
     questions: tuple[dict[str, Any], ...] = ()
+    # The optional fields of device API §6, already sanitized: reason, permissions,
+    # and for an elicitation message, mode, schema or url.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class TaskSink(Protocol):
@@ -98,7 +102,12 @@ class TaskSink(Protocol):
         """The card changed. Cheap to call often: the source coalesces uploads."""
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
-        """Ask the user; return the decision (or user-input answers). May block long."""
+        """Ask the user; return the decision (or user-input answers). May block long.
+
+        A sink may also offer ``withdraw_approval(approval_id, reason)``: the runner calls
+        it when Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
+        ``cancelled``, ``timeout``), so the person is no longer asked.
+        """
 
     # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
     # the live thread and turn, as soon as Codex named them (a source that lets its user
@@ -176,6 +185,7 @@ def parse_task(raw: Any) -> Task:
         approval_mode=_choice(raw, "approvalMode", ("remote", "deny"), "remote") or "remote",
         approval_policy=_choice(raw, "approvalPolicy", ("untrusted", "on-request", "never"), None),
         sandbox=_choice(raw, "sandbox", ("read-only", "workspace-write", "danger-full-access"), None),
+        collaboration_mode=_choice(raw, "collaborationMode", ("plan", "default"), None),
         created_at=_opt_str(raw, "createdAt"),
     )
     if intent == "thread_collaboration" and not (task.source_thread_ref and task.target_thread_ref):

@@ -3,7 +3,16 @@
 A ``ThreadListener`` is a queue registered for a set of thread ids (or for everything).
 The dispatcher hands every notification to each listener whose ids contain
 ``params.threadId`` (and to every catch-all listener), and every server-to-client
-request to the first thread listener that routes its thread. A server request that no
+request to the first thread listener that routes its thread.
+
+Threads a listener's turn spawns become its threads too, before their first request can
+arrive: codex reports a sub-agent in the parent's ``collabAgentToolCall`` item
+(``receiverThreadIds``), in ``thread/started`` (``parentThreadId``) and in the child's
+``turn/started`` (``rootTurnId`` = the parent's turn). The dispatcher adopts them while
+it reads that notification, so the child's approval request, which codex sends later on
+the same connection, is already routed. Connection-level notifications (account, rate
+limits, remote control, config warnings) carry no thread id: every thread listener gets
+them, so every task running on this app-server shows them. A server request that no
 listener takes is answered at once with a safe default (decline / no answers / failed
 tool call / JSON-RPC error), so codex never waits on us.
 
@@ -20,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boss_agent.errors import METHOD_NOT_FOUND, ConnectionClosed
+from boss_agent.jsonshape import obj
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +43,13 @@ DEFAULT_ANSWERS: dict[str, dict[str, Any]] = {
     "item/tool/requestUserInput": {"answers": {}},
     "item/tool/call": {"contentItems": [], "success": False},
     "mcpServer/elicitation/request": {"action": "decline"},
+    "item/permissions/requestApproval": {"permissions": {}, "scope": "turn"},
 }
+# Notifications about the connection, not a thread: fanned out to every thread listener.
+CONNECTION_METHODS = frozenset({
+    "account/updated", "account/rateLimits/updated", "remoteControl/status/changed",
+    "configWarning", "deprecationNotice",
+})
 
 
 @dataclass(frozen=True)
@@ -47,10 +63,16 @@ Answer = Callable[[int | str, dict[str, Any] | None, dict[str, Any] | None], Awa
 
 
 class ServerRequest:
-    """A request codex sent us; answer it exactly once."""
+    """A request codex sent us; answer it exactly once.
 
-    def __init__(self, id: int | str, method: str, params: dict[str, Any], answer: Answer) -> None:
+    ``connection`` is the nonce of the connection it came on: codex numbers requests from
+    0 on every connection, so (connection, id) names a request, the id alone does not.
+    """
+
+    def __init__(self, id: int | str, method: str, params: dict[str, Any], answer: Answer,
+                 connection: str = "") -> None:
         self.id = id
+        self.connection = connection
         self.method = method
         self.params = params
         self._answer = answer
@@ -98,6 +120,7 @@ class ThreadListener:
 
     def __init__(self, thread_ids: set[str] | None) -> None:
         self._threads = thread_ids  # None: every notification (no server requests)
+        self._turns: set[str] = set()  # turns started on its threads (sub-agents name their root)
         self._queue: asyncio.Queue[Delivery | object] = asyncio.Queue()
         self._closed: ConnectionClosed | None = None
         self._requests: list[ServerRequest] = []  # every request routed here
@@ -109,6 +132,36 @@ class ThreadListener:
     def route_thread(self, thread_id: str) -> None:
         if self._threads is not None:
             self._threads.add(thread_id)
+
+    def adopt(self, note: Notification) -> None:
+        """Route the threads ``note`` says were spawned by one of this listener's turns."""
+        if self._threads is None:
+            return
+        params = note.params
+        if note.method == "thread/started":
+            thread = obj(params.get("thread"))
+            if thread.get("parentThreadId") in self._threads and isinstance(thread.get("id"), str):
+                self._threads.add(thread["id"])
+            return
+        if params.get("threadId") in self._threads:
+            self._adopt_own(note.method, params)
+        elif note.method == "turn/started":
+            turn = obj(params.get("turn"))
+            if turn.get("rootTurnId") in self._turns and isinstance(params.get("threadId"), str):
+                self._threads.add(params["threadId"])
+
+    def _adopt_own(self, method: str, params: dict[str, Any]) -> None:
+        assert self._threads is not None  # only thread listeners adopt
+        if method == "turn/started":
+            turn = obj(params.get("turn"))
+            if isinstance(turn.get("id"), str):
+                self._turns.add(turn["id"])
+        elif method in ("item/started", "item/completed"):
+            item = obj(params.get("item"))
+            if item.get("type") == "collabAgentToolCall":
+                for child in item.get("receiverThreadIds") or ():
+                    if isinstance(child, str):
+                        self._threads.add(child)
 
     def wants(self, thread_id: object) -> bool:
         return self._threads is None or thread_id in self._threads
@@ -161,8 +214,13 @@ class Router:
 
     def notification(self, note: Notification) -> None:
         thread_id = note.params.get("threadId")
+        if thread_id is None and note.method == "thread/started":
+            thread = note.params.get("thread")
+            thread_id = thread.get("id") if isinstance(thread, dict) else None
+        fan_out = thread_id is None and note.method in CONNECTION_METHODS
         for listener in self._listeners:
-            if listener.wants(thread_id):
+            listener.adopt(note)  # before delivery: a child's first request may follow at once
+            if fan_out or listener.wants(thread_id):
                 listener.put(note)
 
     def take(self, request: ServerRequest) -> bool:

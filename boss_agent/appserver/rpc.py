@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +41,7 @@ class Dispatcher:
 
     def __init__(self, transport: Transport, *, ids: Iterator[RequestId] | None = None) -> None:
         self.transport = transport
+        self.nonce = secrets.token_hex(8)  # names this connection in approval ids
         self.router = Router()
         self.invalid_messages = 0
         self.closed = asyncio.Event()
@@ -125,7 +127,8 @@ class Dispatcher:
             params = message.get("params")
             params = params if isinstance(params, dict) else {}
             if "id" in message:
-                await self._server_request(ServerRequest(message["id"], method, params, self.answer))
+                await self._server_request(ServerRequest(message["id"], method, params, self.answer,
+                                                         connection=self.nonce))
             else:
                 self.router.notification(Notification(method, params, message))
         elif "id" in message:

@@ -10,7 +10,9 @@
                        notifications and ThreadItem types, read from the schema
 * ``coverage.json``    each server notification / request / item type → mapped or
                        ignored, from the progress reducer's own tables, plus anything the
-                       tables do not classify (``unclassified``) or no longer exists (``stale``)
+                       tables do not classify (``unclassified``) or no longer exists (``stale``);
+                       each mapped one says how it is proven (``proven``: ``realCodex`` with
+                       the test, or ``synthetic`` with the reason; ``progress/proof.py``)
 
 The experimental surface is included because the daemon opts in to it
 (``capabilities.experimentalApi``). Comparing two snapshots tells what a codex upgrade
@@ -29,6 +31,7 @@ from typing import Any
 
 from boss_agent.codexbin import child_environment, codex_version, resolve_native
 from boss_agent.errors import AppServerUnavailable
+from boss_agent.progress.proof import proof_of
 from boss_agent.progress.reducer import coverage
 
 logger = logging.getLogger(__name__)
@@ -99,9 +102,15 @@ def coverage_report(methods: dict[str, list[str]]) -> dict[str, Any]:
             "ignored": sum(1 for n in names if table.get(n, {}).get("handling") == "ignored"),
             "unclassified": sorted(n for n in names if n not in table),
             "stale": sorted(n for n in table if n not in names),
-            "table": {n: table[n] for n in sorted(table)},
+            "table": {n: _with_proof(n, table[n]) for n in sorted(table)},
         }
     return report
+
+
+def _with_proof(name: str, entry: dict[str, str]) -> dict[str, str]:
+    if entry.get("handling") != "mapped":
+        return entry
+    return {**entry, **(proof_of(name) or {"proven": "unknown"})}
 
 
 def write_snapshot(codex_bin: str, out_dir: Path) -> Path:

@@ -9,7 +9,6 @@ change is one plain line instead (``ChangeLines``), and the final card is printe
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,11 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
+from boss_agent.cli import approval_prompt
 from boss_agent.cli.terminal_card import render_card
 from boss_agent.controlplane import LocalClient
 from boss_agent.errors import ControlPlaneError
 
-PROMPT_DECISIONS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline"}
 STEP_MARK = {"completed": "✔", "inProgress": "▶", "pending": "○", "failed": "✘"}
 
 
@@ -73,12 +72,6 @@ class ChangeLines:
         return out
 
 
-async def _ask(client: LocalClient, task_id: str, approval: dict[str, Any], console: Console) -> None:
-    question = f"Approve: {approval.get('summary', 'a request')} [y/n] "
-    answer = (await asyncio.to_thread(console.input, question)).strip().lower()
-    await client.decide(task_id, approval["approvalId"], PROMPT_DECISIONS.get(answer, "decline"))
-
-
 async def steer_fields(client: LocalClient, task_id: str) -> dict[str, Any]:
     """The fields of a steer of ``task_id``'s running turn; refused when it has none."""
     view = await client.task(task_id)
@@ -110,7 +103,7 @@ async def submit_and_follow(client: LocalClient, prompt: str, fields: dict[str, 
             for approval in pending if interactive else []:
                 asked.add(approval["approvalId"])
                 live.stop()
-                await _ask(client, task_id, approval, console)
+                await approval_prompt.ask(client, task_id, approval, console)
                 live.start()
     return task_id, status
 

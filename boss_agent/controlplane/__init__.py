@@ -49,7 +49,8 @@ Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)
     POST /api/local/tasks/{taskId}/cancel              {"status"}
     POST /api/local/tasks/{taskId}/retry               {}
     POST /api/local/approvals/{taskId}/{approvalId}   {"decision"} -> {}   (a string; for userInput
-                                                       {"answers": {qid: {"answers": [text]}}})
+                                                       {"answers": {qid: [text]}}; an MCP form adds
+                                                       "content" beside "accept")
     GET  /api/local/events                             SSE: snapshot, then task / device events
     GET  /?token=<secret>                              sets the cookie, 303 to /
 
@@ -57,10 +58,11 @@ TaskView: ``{taskId, status (queued|running|completed|failed|cancelled|abandoned
 attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, result
 ({status, backend, fallbackFrom, codexThreadRef, turnId, resultText, error}),
 approvals ([{approvalId, kind, summary, risk, availableDecisions, status
-(pending|decided), decision, questions?, createdAt, decidedAt}]), createdAt, updatedAt,
-claimedAt, completedAt, codexThreadRef and turnId (the thread and turn it runs on, live
-from progress uploads, then from the result: what Steer and Continue send), task (the
-submitted Task fields with prompt)}``.
+(pending|decided|withdrawn), decision, withdrawReason?, reason?, questions?, permissions?,
+message?, mode?, schema?, url?, createdAt, decidedAt}]: the current attempt's only),
+createdAt, updatedAt, claimedAt, completedAt, codexThreadRef and turnId (the thread and
+turn it runs on, live from progress uploads, then from the result: what Steer and
+Continue send), task (the submitted Task fields with prompt)}``.
 """
 
 from boss_agent.controlplane.client import LocalClient

@@ -12,7 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
+from boss_agent.controlplane.approval_store import WITHDRAW_REASONS
 from boss_agent.controlplane.core import Core
+from boss_agent.controlplane.db import dumps
 from boss_agent.controlplane.wire import (
     MAX_SHORT_STR,
     MAX_SLOTS,
@@ -35,7 +37,10 @@ DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
 STATUSES = ("completed", "failed", "cancelled")
 BACKENDS = ("app_server", "exec", "cua")
-APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput")
+APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput", "elicitation")
+ELICITATION_MODES = ("form", "url")
+MAX_REASON_CHARS = 200  # device API §6: Codex's stated reason, sanitized and short
+MAX_EXTRA_JSON_CHARS = 20_000  # questions, a form schema: a phone shows a handful of fields
 RISKS = ("low", "medium", "high")
 MAX_SEQ = 2**53  # JSON numbers beyond this lose precision in JavaScript clients
 
@@ -147,10 +152,41 @@ async def create_approval(request: web.Request) -> web.Response:
         "risk": need_choice(body, "risk", RISKS, optional=True),
         "availableDecisions": need_str_list(body, "availableDecisions", optional=True) or ["accept", "decline"],
     }
-    if isinstance(body.get("questions"), list):
-        approval["questions"] = body["questions"]
+    approval.update(_kind_fields(body))
     request.app[CORE_KEY].create_approval(device_id, request.match_info["taskId"], approval)
     return web.json_response({}, status=201)
+
+
+def _kind_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of §6 by kind; the device has already sanitized them."""
+    out: dict[str, Any] = {}
+    reason = need_str(body, "reason", optional=True, limit=MAX_REASON_CHARS)
+    if reason:
+        out["reason"] = reason
+    for key in ("questions", "permissions"):
+        if isinstance(body.get(key), list):
+            out[key] = body[key]
+    if body.get("kind") == "elicitation":
+        out["message"] = need_str(body, "message", optional=True, limit=MAX_SHORT_STR) or ""
+        out["mode"] = need_choice(body, "mode", ELICITATION_MODES, optional=True) or "form"
+        if isinstance(body.get("schema"), dict):
+            out["schema"] = body["schema"]
+        url = need_str(body, "url", optional=True, limit=MAX_SHORT_STR)
+        if url:
+            out["url"] = url
+    if len(dumps(out)) > MAX_EXTRA_JSON_CHARS:
+        raise bad_request("the approval's questions, permissions or schema are too large")
+    return out
+
+
+@routes.post("/api/v1/master-agent/tasks/{taskId}/approvals/{approvalId}/withdraw")
+async def withdraw_approval(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    device_id = _device(request, body)
+    reason = need_choice(body, "reason", WITHDRAW_REASONS)
+    request.app[CORE_KEY].withdraw_approval(device_id, request.match_info["taskId"],
+                                            request.match_info["approvalId"], reason)
+    return web.json_response({})
 
 
 @routes.get("/api/v1/master-agent/tasks/{taskId}/approvals/{approvalId}")

@@ -82,8 +82,13 @@ class LocalClient:
     async def cancel(self, task_id: str) -> str:
         return str((await self._call("POST", f"/api/local/tasks/{task_id}/cancel"))["status"])
 
-    async def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
-        await self._call("POST", f"/api/local/approvals/{task_id}/{approval_id}", {"decision": decision})
+    async def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any],
+                     content: dict[str, Any] | None = None) -> None:
+        """``content``: an accepted MCP form's fields (elicitation approvals only)."""
+        body: dict[str, Any] = {"decision": decision}
+        if content is not None:
+            body["content"] = content
+        await self._call("POST", f"/api/local/approvals/{task_id}/{approval_id}", body)
 
     async def pairing_code(self, ttl_s: int | None = None) -> str:
         body = {} if ttl_s is None else {"ttlS": ttl_s}

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from boss_agent.controlplane.approval_store import poll_answer
 from boss_agent.controlplane.db import Database
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
 from boss_agent.controlplane.events import Broadcaster, Signal
@@ -163,12 +164,20 @@ class Core:
         if self.queue.create_approval(device_id, task_id, request):
             self._task_changed(task_id)
 
+    def withdraw_approval(self, device_id: str, task_id: str, approval_id: str, reason: str) -> None:
+        if self.queue.withdraw_approval(device_id, task_id, approval_id, reason):
+            logger.info("approval %s of task %s withdrawn (%s)", approval_id, task_id, reason)
+            self.approvals_changed.fire()
+            self._task_changed(task_id)
+
     async def wait_approval(self, device_id: str, task_id: str, approval_id: str, wait_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + wait_s
         while True:
             changed = self.approvals_changed.current()
             approval = self.queue.poll_approval(device_id, task_id, approval_id)
             if approval["status"] == "decided":
-                return {"status": "decided", "decision": approval["decision"]}
+                return poll_answer(approval["decision"])
+            if approval["status"] == "withdrawn":
+                return {"status": "withdrawn"}
             if not await self._wait(changed, deadline):
                 return {"status": "pending"}

@@ -69,8 +69,13 @@ CREATE TABLE IF NOT EXISTS approvals (
     PRIMARY KEY (task_id, approval_id)
 );
 """
-# Columns added after a release, for databases created before them: (table, column, type).
-ADDED_COLUMNS = (("tasks", "refs", "TEXT"),)  # refs: the live codexThreadRef and turnId
+# Columns added after the first release: (table, column, definition). A database made by
+# an older version gets them on open; CREATE TABLE IF NOT EXISTS would not add them.
+COLUMNS = (
+    ("approvals", "archived", "INTEGER NOT NULL DEFAULT 0"),  # an earlier attempt's approval
+    ("approvals", "withdraw_reason", "TEXT"),
+    ("tasks", "refs", "TEXT"),  # the live codexThreadRef and turnId from progress uploads
+)
 
 
 def iso(ts: float | None) -> str | None:
@@ -105,10 +110,10 @@ class Database:
         path.chmod(0o600)
 
     def _add_columns(self) -> None:
-        for table, column, kind in ADDED_COLUMNS:
+        for table, column, definition in COLUMNS:
             names = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
             if column not in names:
-                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     def close(self) -> None:
         self.conn.close()

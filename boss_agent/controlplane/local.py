@@ -13,8 +13,9 @@ follow the device API's conventions (camelCase JSON, ``{"error": {code, message}
     GET  /api/local/tasks/{taskId}                    TaskView
     POST /api/local/tasks/{taskId}/cancel             {"status"}  (queued: cancelled now; running: asks the device)
     POST /api/local/tasks/{taskId}/retry              {}  (abandoned or failed → queued, attempt + 1)
-    POST /api/local/approvals/{taskId}/{approvalId}  {"decision"}   {}  (a string, or for userInput
-                                                      {"answers": {qid: {"answers": [text]}}})
+    POST /api/local/approvals/{taskId}/{approvalId}  {"decision"}   {}  (a string; for userInput
+                                                      {"answers": {qid: [text]}}; for an elicitation
+                                                      form "accept" with {"content": {…}} beside it)
     GET  /api/local/events                            text/event-stream: ``snapshot`` first (as
                                                       /api/local/state), then ``task`` (a TaskView) and
                                                       ``device`` (a Device) on every change
@@ -109,6 +110,8 @@ async def decide(request: web.Request) -> web.Response:
     decision = body.get("decision")
     if not isinstance(decision, dict):  # answers to a userInput request are an object
         decision = need_str(body, "decision", limit=64)
+        if "content" in body:  # an MCP elicitation form, accepted with what the person filled in
+            decision = {"decision": decision, "content": body["content"]}
     request.app[CORE_KEY].decide(request.match_info["taskId"], request.match_info["approvalId"], decision)
     return web.json_response({})
 

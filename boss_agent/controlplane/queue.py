@@ -41,6 +41,7 @@ from boss_agent.tasks import parse_task
 TASK_FIELDS = (
     "intentCategory", "projectId", "workdir", "codexThreadRef", "sourceCodexThreadRef",
     "targetCodexThreadRef", "targetCodexTurnId", "model", "approvalMode", "approvalPolicy", "sandbox",
+    "collaborationMode",
 )
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
 FINISHED = ("completed", "failed", "cancelled", "abandoned")
@@ -258,6 +259,7 @@ class TaskQueue:
             " claimed_at = NULL, completed_at = NULL, updated_at = ? WHERE task_id = ?",
             (self.db.clock(), task_id),
         )
+        self.approvals.archive(task_id)
 
     def expire_leases(self, device_id: str | None = None) -> list[str]:
         """Abandon running tasks whose lease ran out (or all of ``device_id``'s)."""
@@ -282,6 +284,12 @@ class TaskQueue:
         self._owned(device_id, task_id)
         self._renew(task_id)
         return self.approvals.create(task_id, request)
+
+    def withdraw_approval(self, device_id: str, task_id: str, approval_id: str, reason: str) -> bool:
+        # Not ``_owned``: a turn that ended may withdraw after its task was completed.
+        if self._row(task_id)["device_id"] != device_id:
+            raise _not_owned("the task is not claimed by this device")
+        return self.approvals.withdraw(task_id, approval_id, reason)
 
     def poll_approval(self, device_id: str, task_id: str, approval_id: str) -> dict[str, Any]:
         row = self._row(task_id)

@@ -60,12 +60,26 @@ def message(text: str, chunks: Iterable[str] | None = None, *, item_id: str | No
     return events
 
 
-def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> list[Event]:
+def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None,
+                  *, namespace: str | None = None) -> list[Event]:
+    """A function tool call; ``namespace`` names the tool namespace (e.g. ``multi_agent_v1``)."""
     call_id = call_id or _next_id("call")
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return [{"type": "response.output_item.done",
-             "item": {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
-                      "name": name, "arguments": args}}]
+    item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
+                            "name": name, "arguments": args}
+    if namespace:
+        item["namespace"] = namespace
+    return [{"type": "response.output_item.done", "item": item}]
+
+
+def spawn_agent(message_text: str, call_id: str | None = None) -> list[Event]:
+    """The model spawns a sub-agent (the ``multi_agent_v1`` tools of an unknown model slug)."""
+    return function_call("spawn_agent", {"message": message_text}, call_id, namespace="multi_agent_v1")
+
+
+def wait_agent(agent_ids: list[str], call_id: str | None = None, timeout_ms: int = 60_000) -> list[Event]:
+    return function_call("wait_agent", {"targets": agent_ids, "timeout_ms": timeout_ms}, call_id,
+                         namespace="multi_agent_v1")
 
 
 def shell_call(cmd: str, *, call_id: str | None = None, workdir: str | None = None,

@@ -2,7 +2,9 @@
 
 ``describe_approval`` turns a codex approval / user-input server request into
 ``(kind, summary, risk)``: the summary says what is asked ("Run a command (network: no)",
-"Edit 2 files: a.py, b.txt"), never the command text, the diff or the question text.
+"Edit 2 files: a.py, b.txt"), never the command text, the diff or the question text. A
+command is named by its program only (the basename of its first word, e.g. "Run pytest"):
+never its arguments, never an environment assignment in front of it.
 
 One codex request is one card entry. Entries are keyed by the hashed server request id
 and the hashed item id, so an auto-review of an item, the user's request for the same
@@ -12,14 +14,22 @@ item and the runner's ``boss/approval`` echo all land on the same entry.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from boss_agent.jsonshape import mapping
 from boss_agent.progress.card import Approval, Card, key_of
+from boss_agent.redact import sanitize_text
 
 SUMMARY_FILES = 3  # name at most this many files in a summary; the rest is "+N more"
 READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish"})  # `bash -lc "<script>"` names the script's program
+# Program names are short lowercase words (pytest, git, python3.12, g++); a first word
+# with capitals or odd characters looks more like a token or a path than a program.
+PROGRAM_NAME = re.compile(r"[a-z0-9][a-z0-9._+-]{0,39}")
+INPUT_KINDS = ("userInput", "elicitation")  # the person answers these; they wait on input
 
 APPROVAL_REQUESTS = {
     "item/commandExecution/requestApproval": "command",
@@ -28,7 +38,7 @@ APPROVAL_REQUESTS = {
     "applyPatchApproval": "fileChange",  # v1 shape
     "item/permissions/requestApproval": "permissions",
     "item/tool/requestUserInput": "userInput",
-    "mcpServer/elicitation/request": "userInput",
+    "mcpServer/elicitation/request": "elicitation",
 }
 _REVIEW_STATUS = {"inProgress": "pending", "approved": "autoApproved", "denied": "autoDenied",
                   "timedOut": "cancelled", "aborted": "cancelled"}
@@ -60,13 +70,40 @@ def _network_requested(params: Mapping[str, Any]) -> bool:
     return bool(isinstance(network, Mapping) and network.get("enabled"))
 
 
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:  # unbalanced quotes: the plain split still finds the first word
+        return text.split()
+
+
+def program_name(params: Mapping[str, Any]) -> str | None:
+    """The program a command runs (basename of its first word), or None when unsure."""
+    actions = params.get("commandActions") or params.get("parsedCmd") or []
+    first = actions[0] if actions and isinstance(actions[0], Mapping) else {}
+    command = first.get("command") if isinstance(first.get("command"), str) else params.get("command")
+    words = command if isinstance(command, list) else _words(command) if isinstance(command, str) else []
+    words = [w for w in words if isinstance(w, str)]
+    if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1].startswith("-") \
+            and "c" in words[1]:
+        words = _words(words[2])
+    words = [w for w in words if "=" not in w]  # FOO=bar before the program may carry a secret
+    if not words:
+        return None
+    name = os.path.basename(words[0])
+    if not PROGRAM_NAME.fullmatch(name) or sanitize_text(name, limit=40) != name:
+        return None
+    return name
+
+
 def _command(params: Mapping[str, Any]) -> tuple[str, str]:
     network = _network_requested(params)
     actions = params.get("commandActions") or params.get("parsedCmd") or []
     kinds = {a.get("type") for a in actions if isinstance(a, Mapping)}
     risk = "high" if network or params.get("additionalPermissions") else (
         "low" if kinds and kinds <= READ_ONLY_ACTIONS else "medium")
-    return f"Run a command (network: {'yes' if network else 'no'})", risk
+    program = program_name(params)
+    return f"Run {program or 'a command'} (network: {'yes' if network else 'no'})", risk
 
 
 def _permissions(params: Mapping[str, Any]) -> tuple[str, str]:
@@ -142,7 +179,7 @@ def with_approvals(card: Card, approvals: tuple[Approval, ...]) -> Card:
     waiting = [a for a in approvals if a.status == "pending" and not a.resolved]
     status = card.status
     if status not in ("completed", "failed", "cancelled", "queued"):
-        if any(a.kind == "userInput" for a in waiting):
+        if any(a.kind in INPUT_KINDS for a in waiting):
             status = "waitingInput"
         elif waiting:
             status = "waitingApproval"
@@ -230,7 +267,7 @@ def _closed_status(entry: Approval) -> str:
     # edit reports the decision through its item; a user-input request has no item, so
     # an answered one is "accepted". An unanswered request is resolved only after
     # ``turn/completed`` (the cleanup), so it is still unresolved here: cancelled.
-    return "accepted" if entry.resolved and entry.kind == "userInput" else "cancelled"
+    return "accepted" if entry.resolved and entry.kind in INPUT_KINDS else "cancelled"
 
 
 def close_pending(card: Card) -> Card:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from boss_agent.progress import approval_card as approvals
-from boss_agent.progress.card import TERMINAL, Branch, Card, Reasoning, Step
-from boss_agent.progress.items import add_artifact, close_open_items
+from boss_agent.progress.card import TERMINAL, BackgroundAgent, Branch, Card, Reasoning, Step, key_of
+from boss_agent.progress.items import MAX_ACTIVITIES, add_artifact, close_open_items, upsert
 from boss_agent.progress.notifications import add_warning
 
 STATUSES = frozenset({"queued", "running", "waitingApproval", "waitingInput", "completed",
@@ -91,6 +91,21 @@ def _warning(card: Card, params: Mapping[str, Any]) -> Card:
     return add_warning(card, str(params.get("kind") or "warning"), params.get("message"))
 
 
+AGENT_STATUSES = frozenset({"running", "completed", "failed", "interrupted"})
+
+
+def _background_agent(card: Card, params: Mapping[str, Any]) -> Card:
+    """A sub-agent thread of the task's turn; keyed like ``thread/started`` so both agree."""
+    status = params.get("status")
+    if status not in AGENT_STATUSES:
+        return card
+    key = key_of(("agent", params.get("thread")))
+    old = next((a for a in card.backgroundAgents if a.key == key), None)
+    name = old.name if old else str(params.get("name") or "sub-agent")
+    agent = BackgroundAgent(key, name, status, old.source if old else "subAgent")
+    return card.evolve(backgroundAgents=upsert(card.backgroundAgents, key, agent, MAX_ACTIVITIES))
+
+
 _BOSS = {
     "boss/status": _status,
     "boss/backend": _backend,
@@ -99,6 +114,7 @@ _BOSS = {
     "boss/branch": _branch,
     "boss/artifacts": _artifacts,
     "boss/finished": _finished,
+    "boss/backgroundAgent": _background_agent,
 }
 
 

@@ -29,6 +29,7 @@ class RunContext:
     started_at: float = field(default_factory=time.time)
     thread_id: str | None = None
     turn_id: str | None = None
+    model: str | None = None  # the thread's model (a collaboration mode needs it named)
     ran: bool = False  # something was handed to Codex (so git facts are worth reading)
     # Pid of the app-server child this daemon started, read when needed (it restarts);
     # None when the app-server is not ours, so its reported pids are never killed here.
@@ -47,4 +48,14 @@ class RunContext:
                                   "sandbox": self.policy.sandbox}
         if self.task.model:
             params["model"] = self.task.model
+        return params
+
+    def turn_params(self) -> dict[str, Any]:
+        """turn/start overrides: the approval policy, and Plan mode when the task asks for it."""
+        params: dict[str, Any] = {"approvalPolicy": self.policy.approval_policy}
+        mode = self.task.collaboration_mode
+        if mode and (self.task.model or self.model):
+            # developer_instructions None: codex's built-in instructions for the mode.
+            params["collaborationMode"] = {"mode": mode, "settings": {
+                "model": self.task.model or self.model, "developer_instructions": None}}
         return params

@@ -35,6 +35,7 @@ from boss_agent.redact import sanitize_text
 from boss_agent.runner.approval_requests import APPROVAL_METHODS, Approvals
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.cancel_sweep import kill_turn_processes
+from boss_agent.runner.subagents import SubAgents
 from boss_agent.tasks import Status
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class AppServerTurn:
         if not mcp_server:
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
+            ctx.model = started.get("model")
             # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
             async with self.client.listen(self._thread) as listener:
                 return await self._start_and_follow(listener, inject)
@@ -112,6 +114,7 @@ class AppServerTurn:
             everything = await catch_all.enter_async_context(self.client.listen_all())
             started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
             ctx.thread_id = started["thread"]["id"]
+            ctx.model = started.get("model")
             async with self.client.listen(self._thread) as listener:
                 await self._mcp_ready(everything, mcp_server)
                 await catch_all.aclose()  # dropped before the turn starts
@@ -155,7 +158,9 @@ class AppServerTurn:
     async def _resume(self, extra: dict[str, Any]) -> None:
         ctx = self.ctx
         try:
-            await self.client.thread_resume(self._thread, excludeTurns=True, **ctx.thread_params(), **extra)
+            resumed = await self.client.thread_resume(self._thread, excludeTurns=True,
+                                                      **ctx.thread_params(), **extra)
+            ctx.model = (resumed or {}).get("model")
             return
         except RpcError as exc:
             refused = exc
@@ -186,8 +191,7 @@ class AppServerTurn:
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled before it started")
         self.turn_sent = True
         try:
-            started = await self.client.turn_start(self._thread, ctx.input(),
-                                                   approvalPolicy=ctx.policy.approval_policy)
+            started = await self.client.turn_start(self._thread, ctx.input(), **ctx.turn_params())
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
@@ -200,7 +204,7 @@ class AppServerTurn:
 
     async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
         ctx = self.ctx
-        approvals = Approvals(task_id=ctx.task.task_id, feed=ctx.feed, sink=ctx.sink,
+        approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
                               timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir))
         failure: BaseException | None = None
@@ -214,7 +218,7 @@ class AppServerTurn:
                 except AppServerError as exc:
                     failure = exc
                 finally:
-                    approvals.cancel_all()
+                    approvals.cancel_all("cancelled" if ctx.cancel.is_set() else "turn_ended")
                     if not self._interrupting:
                         watcher.cancel()
                     # else: let it finish killing the turn's processes before the task reports.
@@ -224,12 +228,20 @@ class AppServerTurn:
 
     async def _loop(self, listener: ThreadListener, tg: asyncio.TaskGroup, approvals: Approvals,
                     answer_approvals: bool) -> dict[str, Any] | None:
+        children = SubAgents(self.ctx.thread_id, self.ctx.feed)
         async for message in listener:
-            if not hasattr(message, "raw"):  # a server request
+            if not hasattr(message, "raw"):  # a server request (the parent's or a sub-agent's)
                 await self._server_request(message, tg, approvals, answer_approvals)
                 continue
-            await self.ctx.feed.feed(message.raw)
             params = message.params if isinstance(message.params, dict) else {}
+            if children.is_child(params):
+                await children.note(message.method, params, message.raw)
+                if message.method in ("item/started", "item/completed"):
+                    self._note_item(params.get("item") or {}, answer=False)
+                elif message.method == "serverRequest/resolved":
+                    approvals.resolved(params.get("requestId"))
+                continue
+            await self.ctx.feed.feed(message.raw)
             if message.method == "serverRequest/resolved":
                 approvals.resolved(params.get("requestId"))
             elif message.method in ("item/started", "item/completed"):
@@ -252,11 +264,11 @@ class AppServerTurn:
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
-    def _note_item(self, item: dict[str, Any]) -> None:
+    def _note_item(self, item: dict[str, Any], *, answer: bool = True) -> None:
         if item.get("type") == "commandExecution":
             if isinstance(item.get("id"), str):
                 self._calls.add(item["id"])
-        elif item.get("type") == "agentMessage" and item.get("text"):
+        elif answer and item.get("type") == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
     async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:

@@ -70,7 +70,7 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
         accept = f'{task} .approval[data-status="pending"] button[data-decision="accept"]'
         await browser.wait_for(accept, timeout_s=TASK_TIMEOUT_S)
         await browser.wait_for(f"{task} .status", "waitingApproval")
-        assert "Run a command" in await browser.text(f'{task} .approval[data-status="pending"] .summary')
+        assert "Run ls" in await browser.text(f'{task} .approval[data-status="pending"] .summary')
         await browser.screenshot(ARTIFACTS / "e2e-approval-page.png")
         await browser.click(accept)
 

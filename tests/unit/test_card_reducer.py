@@ -121,7 +121,7 @@ def test_auto_review_verdicts_become_auto_approved_or_denied() -> None:
 def test_describe_approval_is_safe_and_ranks_risk() -> None:
     assert describe_approval("item/commandExecution/requestApproval",
                              {"command": "curl x", "networkApprovalContext": {"host": "x"}},
-                             workdir=WD) == ("command", "Run a command (network: yes)", "high")
+                             workdir=WD) == ("command", "Run curl (network: yes)", "high")
     kind, summary, risk = describe_approval(
         "item/fileChange/requestApproval", {}, workdir=WD,
         files=[f"{WD}/src/a.py", f"{WD}/b.txt", f"{WD}/c", f"{WD}/d"])
@@ -130,7 +130,7 @@ def test_describe_approval_is_safe_and_ranks_risk() -> None:
                              {"permissions": {"network": {"enabled": True}}}, workdir=None)[0:2] == (
         "permissions", "Grant extra permissions: network")
     assert describe_approval("execCommandApproval", {"command": ["ls"], "parsedCmd": [{"type": "read"}]},
-                             workdir=None) == ("command", "Run a command (network: no)", "low")
+                             workdir=None) == ("command", "Run ls (network: no)", "low")
 
 
 def test_settings_show_labels_without_cwd_or_instructions() -> None:

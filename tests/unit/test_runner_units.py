@@ -66,9 +66,9 @@ def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warn
 
 
 def test_the_approval_id_is_stable_per_codex_request_and_distinct_across_them() -> None:
-    assert approval_id("t1", 0, "call_a") == approval_id("t1", 0, "call_a")
-    assert approval_id("t1", 0, "call_a") != approval_id("t1", 1, "call_a")
-    assert approval_id("t1", 0, "call_a") != approval_id("t2", 0, "call_a")
+    assert approval_id("t1", 1, "c", 0) == approval_id("t1", 1, "c", 0)
+    assert approval_id("t1", 1, "c", 0) != approval_id("t1", 1, "c", 1)
+    assert approval_id("t1", 1, "c", 0) != approval_id("t2", 1, "c", 0)
 
 
 def test_decisions_become_the_answer_each_codex_request_expects() -> None:
@@ -79,7 +79,11 @@ def test_decisions_become_the_answer_each_codex_request_expects() -> None:
     perms = {"permissions": {"network": {"enabled": True}}}
     assert codex_answer("item/permissions/requestApproval", perms, "acceptForSession") == (
         {"permissions": {"network": {"enabled": True}}, "scope": "session"}, "accepted")
-    assert codex_answer("item/permissions/requestApproval", perms, "decline")[0] == {"permissions": {}}
+    # the response schema's scope rides on a decline too (nothing granted, for this turn)
+    assert codex_answer("item/permissions/requestApproval", perms, "decline")[0] == {
+        "permissions": {}, "scope": "turn"}
+    assert codex_answer("item/tool/requestUserInput", {}, {"answers": {"db": ["SQLite"]}})[0] == {
+        "answers": {"db": {"answers": ["SQLite"]}}}
     answers = {"db": {"answers": ["Postgres"]}}
     assert codex_answer("item/tool/requestUserInput", {}, {"answers": answers}) == (
         {"answers": answers}, "accepted")
@@ -180,6 +184,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
         sent.append((request_id, result, error))
 
     asked: list[object] = []
+    withdrawn: list[str] = []
     release = asyncio.Event()
 
     class SlowSink:
@@ -189,6 +194,9 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
             asked.append(request)
             await release.wait()
             return "accept"
+
+        async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+            withdrawn.append(reason)
 
     method = "item/commandExecution/requestApproval"
     params = {"itemId": "call_1", "threadId": "t", "command": "rm -rf /tmp/x"}
@@ -203,5 +211,6 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
         approvals.resolved(0)  # codex settled it (the turn was interrupted) before the user decided
         release.set()
     assert len(asked) == 1 and sent == []
+    assert withdrawn == ["resolved"]  # the person is no longer asked
     assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
     assert "rm -rf" not in str(feed.events)

@@ -109,32 +109,55 @@ function approvalsOf(view) {
   return [...byId.values()];
 }
 
+function decisionText(view, approval) {
+  if (approval.status === "pending" && view.status !== "running") return "not answered";
+  if (approval.status === "withdrawn") return `withdrawn (${approval.withdrawReason || "no longer asked"})`;
+  if (approval.status !== "decided") return approval.status;
+  return typeof approval.decision === "string" ? `decided: ${approval.decision}` : "answered";
+}
+
+// What the request says besides its summary: Codex's reason, the permissions asked,
+// an MCP server's message and the address it wants opened.
+function approvalFacts(approval) {
+  const facts = [];
+  if (approval.reason) facts.push(el("div", { class: "meta reason" }, `Reason: ${approval.reason}`));
+  for (const p of approval.permissions || []) facts.push(el("div", { class: "meta permission" }, `Asks for: ${p}`));
+  if (approval.message) facts.push(el("div", { class: "meta message" }, approval.message));
+  if (approval.url) facts.push(el("div", { class: "meta url" }, `Open: ${approval.url}`));
+  return facts;
+}
+
 function renderApproval(view, approval) {
   const pending = approval.actionable && approval.status === "pending" && view.status === "running";
   const node = el("li", { class: "approval", data: { approvalId: approval.approvalId, status: approval.status } },
     el("div", {}, el("strong", { class: "kind" }, approval.kind || "approval"),
       approval.risk ? el("span", { class: "chip risk" }, `${approval.risk} risk`) : null, " ",
       el("span", { class: "summary" }, approval.summary || "")),
-    el("div", { class: "meta decision" },
-      approval.status === "pending" && view.status !== "running" ? "not answered"
-        : approval.status !== "decided" ? approval.status
-        : typeof approval.decision === "string" ? `decided: ${approval.decision}` : "answered"));
+    approvalFacts(approval),
+    el("div", { class: "meta decision" }, decisionText(view, approval)));
+  const path = `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`;
   if (pending && approval.kind === "userInput" && (approval.questions || []).length) {
-    node.append(renderQuestions(view, approval, node));
+    node.append(renderQuestions(approval, node, path));
+  } else if (pending && approval.kind === "elicitation" && approval.schema) {
+    node.append(renderForm(approval, node, path));
   } else if (pending) {
     const labels = { accept: "Approve", acceptForSession: "Approve for session", decline: "Decline", cancel: "Cancel turn" };
     node.append(el("div", { class: "actions" }, (approval.availableDecisions || ["accept", "decline"]).map((d) =>
-      el("button", { type: "button", data: { decision: d }, on: { click: () => act(node, "POST",
-        `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`,
+      el("button", { type: "button", data: { decision: d }, on: { click: () => act(node, "POST", path,
         { decision: d }) } }, labels[d] || d))));
   }
   return node;
 }
 
+function declineButtons(approval, node, path) {
+  const declines = (approval.availableDecisions || ["decline"]).filter((d) => !d.startsWith("accept"));
+  return declines.map((d) => el("button", { type: "button", data: { decision: d },
+    on: { click: () => act(node, "POST", path, { decision: d }) } }, d === "decline" ? "Decline" : d));
+}
+
 // A userInput request: one fieldset per question (its options as radio buttons, plus
-// free text), answered in Codex's shape {answers: {id: {answers: [text]}}}.
-function renderQuestions(view, approval, node) {
-  const path = `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`;
+// free text), answered as {answers: {id: [text]}}.
+function renderQuestions(approval, node, path) {
   const fields = approval.questions.map((q, index) => {
     const name = `q-${approval.approvalId}-${index}`;
     return el("fieldset", { class: "question", data: { questionId: q.id } },
@@ -143,24 +166,51 @@ function renderQuestions(view, approval, node) {
       (q.options || []).map((o) => el("label", { class: "option" },
         el("input", { type: "radio", name, value: o.label }), " ", o.label,
         o.description ? el("span", { class: "meta" }, ` — ${o.description}`) : null)),
-      el("input", { type: q.isSecret ? "password" : "text", class: "other", name: `${name}-other`,
-        placeholder: (q.options || []).length ? "Or type another answer" : "Your answer" }));
+      q.allowOther === false && (q.options || []).length ? null
+        : el("input", { type: q.secret ? "password" : "text", class: "other", name: `${name}-other`,
+          placeholder: (q.options || []).length ? "Or type another answer" : "Your answer" }));
   });
   const send = () => {
     const answers = {};
     fields.forEach((field) => {
-      const typed = field.querySelector("input.other").value.trim();
+      const other = field.querySelector("input.other");
+      const typed = other ? other.value.trim() : "";
       const picked = field.querySelector("input[type=radio]:checked");
       const text = typed || (picked && picked.value);
-      if (text) answers[field.dataset.questionId] = { answers: [text] };
+      if (text) answers[field.dataset.questionId] = [text];
     });
     act(node, "POST", path, { decision: { answers } });
   };
-  const declines = (approval.availableDecisions || ["decline"]).filter((d) => !d.startsWith("accept"));
   return el("div", { class: "questions" }, fields, el("div", { class: "actions" },
     el("button", { type: "button", data: { decision: "answers" }, on: { click: send } }, "Send answers"),
-    declines.map((d) => el("button", { type: "button", data: { decision: d },
-      on: { click: () => act(node, "POST", path, { decision: d }) } }, d === "decline" ? "Decline" : d))));
+    declineButtons(approval, node, path)));
+}
+
+// An MCP form (elicitation): one input per property of its schema, accepted with
+// {decision: "accept", content: {name: value}}.
+function renderForm(approval, node, path) {
+  const props = (approval.schema && approval.schema.properties) || {};
+  const fields = Object.entries(props).map(([name, field]) => {
+    const label = field.title || name;
+    const input = Array.isArray(field.enum)
+      ? el("select", { name }, field.enum.map((v) => el("option", { value: v }, v)))
+      : el("input", { name, type: field.type === "boolean" ? "checkbox" : field.type === "number" || field.type === "integer" ? "number" : "text" });
+    return el("label", { class: "form-field", data: { field: name, type: field.type || "string" } }, label, " ", input);
+  });
+  const send = () => {
+    const content = {};
+    fields.forEach((label) => {
+      const input = label.querySelector("input, select");
+      const type = label.dataset.type;
+      if (type === "boolean") content[label.dataset.field] = input.checked;
+      else if ((type === "number" || type === "integer") && input.value !== "") content[label.dataset.field] = Number(input.value);
+      else if (input.value !== "") content[label.dataset.field] = input.value;
+    });
+    act(node, "POST", path, { decision: "accept", content });
+  };
+  return el("div", { class: "elicitation-form" }, fields, el("div", { class: "actions" },
+    el("button", { type: "button", data: { decision: "accept" }, on: { click: send } }, "Send"),
+    declineButtons(approval, node, path)));
 }
 
 // The card's smaller facts, one chip each (thread, model, account, helpers).

@@ -156,6 +156,10 @@ class BossApi:
         await self.call("POST", _task_path(task_id, "approvals"),
                         {"deviceId": self.device_id, **body}, task_scoped=True)
 
+    async def withdraw_approval(self, task_id: str, approval_id: str, reason: str) -> None:
+        await self.call("POST", _task_path(task_id, "approvals", approval_id, "withdraw"),
+                        {"deviceId": self.device_id, "reason": reason}, task_scoped=True)
+
     async def approval_status(self, task_id: str, approval_id: str,
                               wait_ms: int = APPROVAL_WAIT_MS) -> dict[str, Any]:
         path = f"{_task_path(task_id, 'approvals', approval_id)}?waitMs={int(wait_ms)}"

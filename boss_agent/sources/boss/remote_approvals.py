@@ -4,6 +4,9 @@ One Codex approval request is exactly one approval on the server: the approval i
 comes from the runner and is deterministic, so a retried POST names the same
 approval (a ``409`` on create means it already exists). The decision is long-polled
 until the task's approval timeout, which declines. A cancelled task stops waiting.
+Whenever the wait ends without the person's decision (timeout, cancel, or the runner
+reporting that Codex stopped waiting) the approval is withdrawn on the server, so the
+app stops offering it.
 
 When the daemon stops, nobody should have to answer for it to exit: ``cancel_waiting``
 cancels the tasks that wait on a decision (and any that asks later), instead of letting
@@ -26,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 DECLINE = "decline"
 MIN_POLL_MS = 1_000  # the last poll before the timeout still gives the server a moment
+WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
+_TIMED_OUT = object()  # _ask's answer when the deadline passed with no decision
 
 
 class RemoteApprovals:
@@ -58,11 +63,23 @@ class RemoteApprovals:
             asked, _ = await race(self._ask(task, request, deadline), cancel.wait())
         finally:
             self._waiting.pop(key, None)
-        if asked.cancelled():
+        if asked.cancelled() or asked.result() is _TIMED_OUT:
+            reason = "cancelled" if asked.cancelled() else "timeout"
+            await self.withdraw(task, request.approval_id, reason)
             return DECLINE
-        return asked.result()
+        decision: str | dict[str, Any] = asked.result()
+        return decision
 
-    async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> str | dict[str, Any]:
+    async def withdraw(self, task: Task, approval_id: str, reason: str) -> None:
+        """Tell the server Codex no longer waits; best effort (the server may be gone)."""
+        try:
+            async with asyncio.timeout(WITHDRAW_TIMEOUT_S):
+                await self.api.withdraw_approval(task.task_id, approval_id, reason)
+        except (BossAgentError, TimeoutError) as exc:
+            logger.info("could not withdraw approval %s of task %s: %s", approval_id, task.task_id,
+                        exc.__class__.__name__)
+
+    async def _ask(self, task: Task, request: ApprovalRequest, deadline: float) -> Any:
         try:
             await self._create(task, request)
         except BossAgentError as exc:
@@ -79,9 +96,11 @@ class RemoteApprovals:
                 logger.info("approval poll on task %s failed: %s", task.task_id, exc)
                 continue
             if answer.get("status") == "decided":
-                return self._checked(request, answer.get("decision"))
+                return self._checked(request, answer)
+            if answer.get("status") == "withdrawn":
+                return DECLINE
         logger.info("approval on task %s timed out; declining", task.task_id)
-        return DECLINE
+        return _TIMED_OUT
 
     async def _create(self, task: Task, request: ApprovalRequest) -> None:
         body: dict[str, Any] = {
@@ -90,18 +109,26 @@ class RemoteApprovals:
         }
         if request.questions:
             body["questions"] = list(request.questions)
+        body.update(request.details)
         try:
             await self.api.create_approval(task.task_id, body)
         except BossApiError as exc:
             # A retried POST whose first try did land: the same approval already exists.
-            if exc.status != 409 or exc.code == "task_not_owned":
+            # approval_conflict is another request under this id: never wait on its decision.
+            if exc.status != 409 or exc.code in ("task_not_owned", "approval_conflict"):
                 raise
 
     @staticmethod
-    def _checked(request: ApprovalRequest, decision: Any) -> str | dict[str, Any]:
-        if isinstance(decision, dict) and request.kind == "userInput":
+    def _checked(request: ApprovalRequest, answer: dict[str, Any]) -> str | dict[str, Any]:
+        """The server's decision as the runner takes it; anything not offered declines."""
+        decision = answer.get("decision")
+        if request.kind == "userInput" and isinstance(answer.get("answers"), dict):
+            return {"answers": answer["answers"]}
+        if request.kind == "userInput" and isinstance(decision, dict):  # an older server's shape
             return decision
         if isinstance(decision, str) and decision in request.available_decisions:
+            if request.kind == "elicitation" and isinstance(answer.get("content"), dict):
+                return {"decision": decision, "content": answer["content"]}
             return decision
         logger.warning("the server sent a decision this request does not offer; declining")
         return DECLINE

@@ -57,6 +57,9 @@ class BossTaskSink:
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
 
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        await self.approvals.withdraw(self.task, approval_id, reason)
+
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """Optional sink method: the live ids go out with the next progress upload."""
         self.uploader.set_refs(thread_ref, turn_id)

@@ -58,7 +58,9 @@ async def route_resume(gw: Gateway, command: wire.Resume, entry: Entry) -> None:
     execution = gw.executions.get(header.message_id)
     if execution is not None:
         if not execution.sink.resume(command):
-            logger.warning("RESUME for a task that is not waiting for the user; dropped")
+            # A double tap, a client retry, or an answer to a withdrawn form: never the next one.
+            logger.warning("RESUME for a form that is not open; dropped")
+            gw.shared.stats["resume_dropped"] += 1
         await gw.shared.ack(entry)
         return
     record = await gw.shared.records.find(header.session_id, header.message_id, "WAITING_USER") or {}

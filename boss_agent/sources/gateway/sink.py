@@ -6,6 +6,11 @@ outbox and wake the pump, which writes the outbox at most every
 unsent one), retrying through outages with the gateway's policy. ``request_approval``
 sends the SDK's ask-user form, suspends the task (the execution marks it
 WAITING_USER and acks its entry) and waits for a RESUME or a cancel.
+
+Every form carries ``formId`` (the approval id). A RESUME naming another form, or
+none while no form is open, is dropped (the caller counts it): a double tap or a
+client retry can never answer the task's next question. When Codex stops waiting
+the form is announced withdrawn (``formStatus`` 2) and RESUMEs for it are dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from boss_agent.aio import race
+from boss_agent.jsonshape import obj
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RetryPolicy
@@ -92,10 +98,7 @@ def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str
     """Map a RESUME onto the runner's answer. An unknown decision declines (safe default)."""
     reply = resume.reply_data
     if request.kind == "userInput":
-        if isinstance(reply, dict) and "decision" not in reply:
-            return reply
-        text = reply if isinstance(reply, str) else resume.content
-        return {"user_input": text if isinstance(text, str) else ""}
+        return {"answers": _answers(resume, request)}
     choice = resume.content
     if isinstance(reply, dict):
         choice = reply.get("decision")
@@ -103,12 +106,60 @@ def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str
         choice = reply
     if resume.status in ("CANCELLED", "FAILED"):
         choice = "cancel" if "cancel" in request.available_decisions else "decline"
-    return choice if choice in request.available_decisions else "decline"
+    if choice not in request.available_decisions:
+        return "decline"
+    content = _form_content(reply, request) if choice == "accept" else None
+    return {"decision": choice, "content": content} if content is not None else choice
+
+
+def _form_content(reply: Any, request: ApprovalRequest) -> dict[str, Any] | None:
+    """An accepted MCP form's fields: ``content``, or one value per fieldCode."""
+    schema = request.details.get("schema")
+    if request.kind != "elicitation" or not isinstance(schema, dict) or not isinstance(reply, dict):
+        return None
+    content = reply.get("content")
+    if isinstance(content, dict):
+        return content
+    names = obj(schema.get("properties"))
+    return {name: reply[name] for name in names if name in reply}
+
+
+def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[str]]:
+    """``{question id: [answers]}`` from ``answers``, one value per fieldCode, or plain text."""
+    ids = [str(q.get("id")) for q in request.questions]
+    reply = resume.reply_data
+    if isinstance(reply, dict):
+        answers = reply.get("answers")
+        given: dict[str, Any] = answers if isinstance(answers, dict) else reply
+        picked = {qid: given[qid] for qid in ids if qid in given}
+        if not picked and len(ids) == 1 and "user_input" in given:
+            picked = {ids[0]: given["user_input"]}
+    else:
+        text = reply if isinstance(reply, str) else resume.content
+        picked = {ids[0]: text} if len(ids) == 1 and isinstance(text, str) and text else {}
+    out: dict[str, list[str]] = {}
+    for qid, value in picked.items():
+        values = value if isinstance(value, list) else [value]
+        texts = [v for v in values if isinstance(v, str)]
+        if texts:
+            out[qid] = texts
+    return out
 
 
 def ask_prompt(request: ApprovalRequest) -> str:
-    options = ", ".join(request.available_decisions)
-    return sanitize_text(f"{request.summary} (risk: {request.risk}). Reply with one of: {options}")
+    """The form's text: what is asked, why, and how to answer (all already sanitized)."""
+    info = request.details
+    parts = [f"{request.summary} (risk: {request.risk})."]
+    if info.get("message"):
+        parts.append(str(info["message"]))
+    if info.get("url"):
+        parts.append(f"Open: {info['url']}")
+    if info.get("permissions"):
+        parts.append("Asks for: " + "; ".join(map(str, info["permissions"])) + ".")
+    if info.get("reason"):
+        parts.append(f"Reason: {info['reason']}")
+    parts.append(f"Reply with one of: {', '.join(request.available_decisions)}")
+    return sanitize_text(" ".join(parts), limit=2000)
 
 
 class GatewaySink:
@@ -129,6 +180,7 @@ class GatewaySink:
         self._drain_lock = asyncio.Lock()
         self._approval_lock = asyncio.Lock()
         self._pending: tuple[ApprovalRequest, asyncio.Future[wire.Resume]] | None = None
+        self._withdrawn: set[str] = set()  # forms already announced withdrawn
         self._explicit_answer = False
         self._preview = ""
         self._status: str | None = None
@@ -181,7 +233,8 @@ class GatewaySink:
             # outbox at any moment, and whoever answers the form may check the record
             # (a RESUME may land on any worker of the agent type).
             await self._on_suspend()
-            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request)))
+            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request), request.approval_id,
+                                                    request.questions, request.details.get("schema")))
             await self.flush()
             cancelled = False
             try:
@@ -191,8 +244,17 @@ class GatewaySink:
                 self._pending = None
                 await self._on_resume(cancelled)
             if resume is None:
+                await self.withdraw_approval(request.approval_id, "cancelled")
                 return "cancel" if "cancel" in request.available_decisions else "decline"
             return decision_of(resume, request)
+
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        """Codex stopped waiting for this form: announce it withdrawn (once)."""
+        if approval_id in self._withdrawn:
+            return
+        self._withdrawn.add(approval_id)
+        self._push("event", wire.withdrawn_form_event(self.ctx, approval_id, reason))
+        await self.flush()
 
     # --- driven by the execution ----------------------------------------------------
     @property
@@ -200,8 +262,16 @@ class GatewaySink:
         return self._pending is not None
 
     def resume(self, command: wire.Resume) -> bool:
-        """Answer the open ask-user form; False when none is open."""
+        """Answer the open ask-user form; False (dropped) when the RESUME is not for it.
+
+        With ``formId`` it must name the open, unanswered form; without one it answers
+        the open form only (at most one is open per task).
+        """
         if self._pending is None or self._pending[1].done():
+            return False
+        reply = command.reply_data if isinstance(command.reply_data, dict) else {}
+        form_id = reply.get("formId")
+        if form_id is not None and form_id != self._pending[0].approval_id:
             return False
         self._pending[1].set_result(command)
         return True

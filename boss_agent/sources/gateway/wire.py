@@ -234,10 +234,61 @@ def artifact_event(ctx: EventContext, url: str) -> dict[str, Any]:
     return event(ctx, REASONING_LOG_DELTA, files, CT_FILE, role=None)
 
 
-def ask_user_event(ctx: EventContext, prompt: str) -> dict[str, Any]:
-    form = {"formStatus": 0, "pluginMachineFields": [{
-        "formType": "textarea", "fieldName": "user_input", "fieldCode": "user_input",
-        "description": prompt, "required": True}]}
+FORM_OPEN = 0
+FORM_WITHDRAWN = 2  # boss-agent's: Codex stopped waiting; a RESUME for it is dropped
+
+
+def ask_user_event(ctx: EventContext, prompt: str, form_id: str,
+                   questions: tuple[dict[str, Any], ...] = (),
+                   schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The SDK's ask-user form: one textarea, one field per question of a userInput, or
+    the decision plus one field per property of an MCP form (elicitation)."""
+    if questions:
+        fields = [_question_field(q) for q in questions]
+    elif schema and isinstance(schema.get("properties"), dict):
+        fields = [_decision_field(prompt)] + [_schema_field(name, spec)
+                                              for name, spec in schema["properties"].items()]
+    else:
+        fields = [{"formType": "textarea", "fieldName": "user_input", "fieldCode": "user_input",
+                   "description": prompt, "required": True}]
+    form = {"formStatus": FORM_OPEN, "formId": form_id, "pluginMachineFields": fields}
+    return event(ctx, REASONING_LOG_DELTA, json.dumps(form, ensure_ascii=False), CT_USER_INPUT)
+
+
+def _question_field(question: dict[str, Any]) -> dict[str, Any]:
+    field: dict[str, Any] = {
+        "formType": "select" if question.get("options") else "textarea",
+        "fieldName": question.get("header") or question.get("id"), "fieldCode": question.get("id"),
+        "description": question.get("question") or "", "required": True}
+    if question.get("options"):
+        field["options"] = [{"label": o.get("label", ""), "description": o.get("description", "")}
+                            for o in question["options"]]
+        field["allowOther"] = bool(question.get("allowOther", True))
+    if question.get("secret"):
+        field["secret"] = True
+    return field
+
+
+def _decision_field(prompt: str) -> dict[str, Any]:
+    return {"formType": "textarea", "fieldName": "decision", "fieldCode": "decision",
+            "description": prompt, "required": True}
+
+
+def _schema_field(name: str, spec: Any) -> dict[str, Any]:
+    spec = spec if isinstance(spec, dict) else {}
+    field: dict[str, Any] = {"formType": "select" if spec.get("enum") else "textarea",
+                             "fieldName": spec.get("title") or name, "fieldCode": name,
+                             "description": spec.get("description") or spec.get("title") or name,
+                             "required": False}
+    if isinstance(spec.get("enum"), list):
+        field["options"] = [{"label": str(v), "description": ""} for v in spec["enum"]]
+    return field
+
+
+def withdrawn_form_event(ctx: EventContext, form_id: str, reason: str) -> dict[str, Any]:
+    """The form ``form_id`` is no longer asked (Codex stopped waiting)."""
+    form = {"formStatus": FORM_WITHDRAWN, "formId": form_id, "withdrawReason": reason,
+            "pluginMachineFields": []}
     return event(ctx, REASONING_LOG_DELTA, json.dumps(form, ensure_ascii=False), CT_USER_INPUT)
 
 

@@ -19,7 +19,7 @@ pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, l
 TASK_KEYS = {
     "taskId", "attempt", "intentCategory", "prompt", "projectId", "workdir", "codexThreadRef",
     "sourceCodexThreadRef", "targetCodexThreadRef", "targetCodexTurnId", "model", "approvalMode",
-    "approvalPolicy", "sandbox", "createdAt",
+    "approvalPolicy", "sandbox", "collaborationMode", "createdAt",
 }
 
 
@@ -312,7 +312,9 @@ async def test_a_user_input_approval_is_answered_with_codex_shaped_answers(http,
     assert (await local.post(f"{path}/apr_ui", json={"decision": answers})).status_code == 200  # same: no-op
     other = await local.post(f"{path}/apr_ui", json={"decision": "decline"})
     assert other.status_code == 409 and error_code(other) == "approval_already_decided"
-    assert (await device.poll(task_id, "apr_ui")).json() == {"status": "decided", "decision": answers}
+    # the device gets the contract's shape (§6): answers by question id, beside "accept"
+    assert (await device.poll(task_id, "apr_ui")).json() == {
+        "status": "decided", "decision": "accept", "answers": {"db_choice": ["Postgres"]}}
     await device.complete(task_id)
     late = await local.post(f"{path}/apr_cmd", json={"decision": "accept"})
     assert late.status_code == 409 and error_code(late) == "task_finished"

@@ -34,6 +34,10 @@ def _comparable(raw: str) -> dict:
         event.pop(key)
     for key in IGNORED_DATA:
         event["data"].pop(key)
+    if event["data"]["contentType"] == "3013":  # boss-agent adds formId to the SDK's form
+        delta = event["data"]["choices"][0]["delta"]
+        delta["content"] = json.loads(delta["content"])
+        delta["content"].pop("formId", None)
     return event
 
 
@@ -52,7 +56,7 @@ async def test_every_event_kind_equals_what_the_sdk_emitter_writes_field_by_fiel
     await sdk.emit_artifact(event="report.md", **ids)
     await ours.write(wire.artifact_event(CTX, "report.md"))
     await sdk.ask_user(event="Allow `pytest`?", **ids)
-    await ours.write(wire.ask_user_event(CTX, "Allow `pytest`?"))
+    await ours.write(wire.ask_user_event(CTX, "Allow `pytest`?", "apr_1"))
     await sdk.emit_chunk(event="All done", event_type="finalAnswer", **ids)
     await ours.write(wire.event(CTX, wire.FINAL_ANSWER, "All done", wire.CT_TEXT))
     await sdk.emit_chunk(event="", event_type="appStreamResponse", **ids)
@@ -159,9 +163,10 @@ def test_a_resume_maps_onto_the_runners_decision_and_unknown_choices_decline():
     assert decision_of(resume(content="decline"), request) == "decline"
     assert decision_of(resume(reply={"decision": "rm -rf"}), request) == "decline"
     assert decision_of(resume(status="CANCELLED"), request) == "cancel"
-    question = ApprovalRequest("q", "userInput", "s", "low", ())
-    assert decision_of(resume(content="blue"), question) == {"user_input": "blue"}
-    assert decision_of(resume(reply={"answers": {"q1": "x"}}), question) == {"answers": {"q1": "x"}}
+    question = ApprovalRequest("q", "userInput", "s", "low", (), ({"id": "q1"},))
+    assert decision_of(resume(content="blue"), question) == {"answers": {"q1": ["blue"]}}
+    assert decision_of(resume(reply={"answers": {"q1": "x"}}), question) == {"answers": {"q1": ["x"]}}
+    assert decision_of(resume(reply={"q1": ["a", "b"], "other": "y"}), question) == {"answers": {"q1": ["a", "b"]}}
 
 
 def test_a_secret_streamed_in_pieces_never_leaves_as_answer_deltas():

@@ -1,0 +1,96 @@
+"""The local control plane's approvals across retries, conflicts and withdrawals.
+
+Real ControlPlane on loopback, real HTTP; the device is the tests' small client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from boss_agent.sources.boss.api import BossApi
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.tasks import ApprovalRequest, parse_task
+
+pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
+from tests.support.controlplane import error_code, pair, within  # noqa: E402
+pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
+
+
+async def _fail_and_retry(device, plane, task_id: str) -> None:
+    assert (await device.complete(task_id, status="failed")).status_code == 200
+    plane.core.retry_task(task_id)
+    (task,) = await device.claim()
+    assert task["taskId"] == task_id and task["attempt"] == 2
+
+
+async def test_a_retry_archives_the_earlier_attempts_approvals_and_never_reuses_a_decision(
+        http, plane, local):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    assert (await device.ask(task_id, "apr_1")).status_code == 201
+    decided = await local.post(f"/api/local/approvals/{task_id}/apr_1", json={"decision": "accept"})
+    assert decided.status_code == 200
+    await _fail_and_retry(device, plane, task_id)
+    assert plane.task(task_id)["approvals"] == []  # attempt 2 starts with nothing decided
+    # An old device that derives the same id again must not get attempt 1's "accept".
+    again = await device.ask(task_id, "apr_1")
+    assert again.status_code == 409 and error_code(again) == "approval_conflict"
+    assert (await device.ask(task_id, "apr_2")).status_code == 201
+    assert (await device.poll(task_id, "apr_2")).json() == {"status": "pending"}
+
+
+async def test_an_id_recreated_with_a_different_request_is_a_conflict(http, plane):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    assert (await device.ask(task_id, "apr_1")).status_code == 201
+    assert (await device.ask(task_id, "apr_1")).status_code == 201  # the same request again: a retry
+    other = await device.ask(task_id, "apr_1", kind="fileChange", summary="Edit 2 files")
+    assert other.status_code == 409 and error_code(other) == "approval_conflict"
+    assert [a["kind"] for a in plane.task(task_id)["approvals"]] == ["command"]
+
+
+async def test_a_withdrawn_approval_is_marked_so_and_a_decision_on_it_is_refused(http, plane, local):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    assert (await device.ask(task_id, "apr_1")).status_code == 201
+    async with asyncio.TaskGroup() as group:
+        poll = group.create_task(device.poll(task_id, "apr_1", wait_ms=30_000))
+        withdrawn = await device.post(f"/api/v1/master-agent/tasks/{task_id}/approvals/apr_1/withdraw",
+                                      {"reason": "resolved"})
+        assert withdrawn.status_code == 200, withdrawn.text
+        answer = await within(poll)
+    assert answer.json()["status"] == "withdrawn"
+    (approval,) = plane.task(task_id)["approvals"]
+    assert approval["status"] == "withdrawn" and approval["withdrawReason"] == "resolved"
+    late = await local.post(f"/api/local/approvals/{task_id}/apr_1", json={"decision": "accept"})
+    assert late.status_code == 409 and error_code(late) == "approval_withdrawn"
+    again = await device.post(f"/api/v1/master-agent/tasks/{task_id}/approvals/apr_1/withdraw",
+                              {"reason": "turn_ended"})
+    assert again.status_code == 200  # idempotent
+    bad = await device.post(f"/api/v1/master-agent/tasks/{task_id}/approvals/apr_1/withdraw",
+                            {"reason": "bored"})
+    assert bad.status_code == 400
+
+
+async def test_the_device_declines_when_its_approval_id_names_another_request(http, plane):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    (claimed,) = await device.claim()
+    assert (await device.ask(task_id, "apr_1", kind="fileChange", summary="Edit 1 file")).status_code == 201
+    await local_decide(plane, task_id, "apr_1", "accept")  # someone accepted that other request
+    asked = ApprovalRequest("apr_1", "command", "Run pytest (network: no)", "low", ("accept", "decline"))
+    async with BossApi(plane.url, device_id=device.device_id, token=device.token,
+                       policy=RetryPolicy.fast()) as api:
+        decision = await within(RemoteApprovals(api, timeout_s=30).request(
+            parse_task(claimed), asked, asyncio.Event()))
+    assert decision == "decline"  # never the other request's "accept"
+
+
+async def local_decide(plane, task_id: str, approval_id: str, decision: str) -> None:
+    plane.core.decide(task_id, approval_id, decision)
