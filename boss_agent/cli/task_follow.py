@@ -89,27 +89,33 @@ async def submit_and_follow(client: LocalClient, prompt: str, fields: dict[str, 
     task_id = await client.submit(prompt, **fields)
     if not follow:
         return task_id, "queued"
-    if not console.is_terminal:
-        return task_id, await _print_changes(client, task_id, console)
     interactive = sys.stdin.isatty() if interactive is None else interactive
+    if not console.is_terminal:
+        return task_id, await _print_changes(client, task_id, console, interactive)
     asked: set[str] = set()
     status = "queued"
     with Live(console=console, auto_refresh=False, transient=False) as live:
         async for view in client.follow(task_id):
             status = view["status"]
             live.update(render_card(view), refresh=True)
-            pending = [a for a in view.get("approvals", []) if a.get("status") == "pending"
-                       and a["approvalId"] not in asked]
-            for approval in pending if interactive else []:
-                asked.add(approval["approvalId"])
+            for approval in _to_ask(view, asked) if interactive else []:
                 live.stop()
                 await approval_prompt.ask(client, task_id, approval, console)
                 live.start()
     return task_id, status
 
 
-async def _print_changes(client: LocalClient, task_id: str, console: Console) -> str:
+def _to_ask(view: dict[str, Any], asked: set[str]) -> list[dict[str, Any]]:
+    """The pending approvals not asked at this prompt yet (now marked asked)."""
+    pending = [a for a in view.get("approvals", []) if a.get("status") == "pending"
+               and a["approvalId"] not in asked]
+    asked.update(a["approvalId"] for a in pending)
+    return pending
+
+
+async def _print_changes(client: LocalClient, task_id: str, console: Console, interactive: bool) -> str:
     changes = ChangeLines(client.url + "/")
+    asked: set[str] = set()
     view: dict[str, Any] = {"status": "queued"}
     console.print(f"task {task_id}", highlight=False)
     async for view in client.follow(task_id):
@@ -117,5 +123,7 @@ async def _print_changes(client: LocalClient, task_id: str, console: Console) ->
             # Printed as plain text: card strings must not be read as rich markup.
             console.print(line, markup=False, highlight=False, soft_wrap=True)
         console.file.flush()
+        for approval in _to_ask(view, asked) if interactive else []:
+            await approval_prompt.ask(client, task_id, approval, console)
     console.print(render_card(view))
     return str(view["status"])
