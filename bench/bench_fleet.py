@@ -142,7 +142,6 @@ def redis_benchmark_xadd(port: int, clients: int, requests: int) -> dict[str, fl
 def run(sizes: tuple[int, ...] = FLEET_SIZES, tasks: int = BURST_TASKS, samples: int = LATENCY_SAMPLES,
         xadd_requests: int = XADD_REQUESTS) -> dict[str, Any]:
     """One fresh redis-server; each fleet size measured in turn; ``{"fleets": [...]}``."""
-    logging.getLogger("boss_agent").setLevel(logging.ERROR)
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
     fleets = []
@@ -160,6 +159,7 @@ def run(sizes: tuple[int, ...] = FLEET_SIZES, tasks: int = BURST_TASKS, samples:
 
 
 def main() -> dict[str, Any]:
+    logging.getLogger("boss_agent").setLevel(logging.ERROR)
     result = run()
     for fleet in result["fleets"]:
         bench = fleet["redis_benchmark_xadd"]

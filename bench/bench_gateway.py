@@ -121,7 +121,6 @@ async def _tasks_per_s(url: str, tasks: int = TASKS) -> float:
 
 def run(events: int = EVENTS, tasks: int = TASKS, xadd_requests: int = XADD_REQUESTS) -> dict[str, float]:
     """Measure on a fresh redis-server; return the numbers (``main`` prints them)."""
-    logging.getLogger("boss_agent").setLevel(logging.ERROR)
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
     with tempfile.TemporaryDirectory() as directory:
@@ -146,6 +145,7 @@ def run(events: int = EVENTS, tasks: int = TASKS, xadd_requests: int = XADD_REQU
 
 
 def main() -> dict[str, float]:
+    logging.getLogger("boss_agent").setLevel(logging.ERROR)
     result = run()
     width = max(map(len, result))
     for name, value in result.items():

@@ -13,6 +13,8 @@ The table ``KEYS`` is the single list of keys: the loader, ``config.example.toml
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import re
 import tomllib
@@ -20,10 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import platformdirs
 
 from boss_agent.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 APP_NAME = "boss-agent"
 CONFIG_ENV = "BOSS_AGENT_CONFIG"
@@ -131,6 +136,8 @@ class Key:
 KEYS: tuple[Key, ...] = (
     Key("server.url", "BOSS_SERVER_URL", None, _url(("http", "https")),
         "Boss control plane base URL (the local control plane with `up`)"),
+    Key("server.allow_insecure_http", "BOSS_SERVER_ALLOW_INSECURE_HTTP", False, _bool,
+        "allow an http:// server.url that is not loopback (the token travels in clear text)"),
     Key("state_dir", "BOSS_STATE_DIR", None, _opt_path,
         "token, device id, discovery cache, report spool, lock, logs"),
     Key("workspaces", "BOSS_WORKSPACES", None, _paths,
@@ -234,6 +241,7 @@ class Config:
     projects: dict[str, Path] = field(default_factory=dict)
     # False when ``workspaces`` is the built-in default (home), which the owner did not list.
     workspaces_listed: bool = True
+    allow_insecure_http: bool = False
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -244,10 +252,40 @@ def config_value(config: Config, name: str) -> Any:
     if not key:
         return getattr(config, section)
     if section == "server":
-        return config.server_url
+        return config.allow_insecure_http if key == "allow_insecure_http" else config.server_url
     if section == "cua":
         return config.cua_bin
     return getattr(getattr(config, section), key)
+
+
+def address_is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (bare, no brackets, no port)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def insecure_server_url(url: str) -> bool:
+    """An ``http://`` URL to anything but this machine: tokens and prompts in clear text."""
+    parts = urlsplit(url)
+    return parts.scheme.lower() == "http" and not address_is_loopback(parts.hostname or "")
+
+
+def check_server_url(url: str | None, allow_insecure_http: bool) -> None:
+    """Refuse a clear-text remote server URL, or warn when the owner allowed it.
+
+    Called on load and again by the daemon at every start, for the URL stored at pairing.
+    """
+    if url is None or not insecure_server_url(url):
+        return
+    if not allow_insecure_http:
+        raise ConfigError(f"server URL {url} must be https:// unless it is loopback "
+                          "(set server.allow_insecure_http = true to accept clear text)")
+    logger.warning("the Boss server %s is plain http: the device token and every prompt travel in "
+                   "clear text (server.allow_insecure_http = true)", url)
 
 
 def default_config_path() -> Path:
@@ -355,6 +393,8 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
     order = APPROVAL_POLICIES
     if order.index(codex.approval_policy) > order.index(codex.max_approval_policy):
         raise ConfigError("codex.approval_policy: more permissive than codex.max_approval_policy")
+    if not v["server.allow_insecure_http"]:
+        check_server_url(v["server.url"], False)  # allowed: the daemon warns at its start instead
     workspaces = v["workspaces"] or (Path.home(),)
     return Config(
         server_url=v["server.url"],
@@ -369,6 +409,7 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         default_workdir=v["default_workdir"],
         projects=v[PROJECTS],
         workspaces_listed=bool(v["workspaces"]),
+        allow_insecure_http=v["server.allow_insecure_http"],
         config_path=config_path,
         sources=sources,
     )

@@ -29,6 +29,8 @@ that meets them, and chained with ``raise ... from exc``.
     │   ├── DuplicateWorker         another process holds this worker id's lease
     │   └── BadCommand              a stream entry that is not a valid command (poison)
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
+    ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
+    │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
     └── ControlPlaneError           the embedded control plane refuses a request
                                     (``status``, ``code``: the HTTP error it answers)
 
@@ -206,11 +208,22 @@ class ServiceError(BossAgentError):
     """Installing or removing the system service failed (a file or a manager command)."""
 
 
+class IllegalTransition(BossAgentError):
+    """A status moved where its lifecycle's transition table has no move: a bug, loudly."""
+
+    def __init__(self, lifecycle: str, old: str, new: str) -> None:
+        self.lifecycle = lifecycle
+        self.old = old
+        self.new = new
+        super().__init__(f"{lifecycle}: no move from {old!r} to {new!r}")
+
+
 class ControlPlaneError(BossAgentError):
     """The embedded control plane refuses a request; carries its HTTP status and code."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, *, retry_after_s: int | None = None) -> None:
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s  # sent as Retry-After (a 429 says when to try again)
         super().__init__(f"{code}: {message}")

@@ -6,15 +6,20 @@ The token lives only in that file and in memory; ``Identity.__repr__`` hides it,
 log line or a status dump that prints an identity cannot leak it.
 
 ``write_atomic`` is the one durable-write helper (temp file, fsync, rename, fsync of
-the directory); the completion spool uses it too.
+the directory); the completion spool uses it too. ``owner_only`` and ``private_dir``
+keep every file this project creates (state, spool, logs, the control plane's
+database with its WAL and SHM) 0600 inside 0700 directories.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import stat
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +30,7 @@ logger = logging.getLogger(__name__)
 IDENTITY_FILE = "device.json"
 LOCAL_ID_FILE = "local_device_id"  # a gateway-only device's id (no Boss server gave it one)
 TOKEN_FILE = "device_token"
+OWNER_ONLY_UMASK = 0o077
 DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000  # the contract's example value; the server overrides it
 
 
@@ -41,10 +47,33 @@ class Identity:
     __str__ = __repr__
 
 
+@contextlib.contextmanager
+def owner_only() -> Iterator[None]:
+    """Files created inside are 0600 and directories 0700, whatever the user's umask.
+
+    Only around our own file creation, never for the whole process: codex and the
+    commands it runs inherit the umask, and the user's project files must keep theirs.
+    """
+    old = os.umask(OWNER_ONLY_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created, or tightened when it already existed, to 0700."""
+    with owner_only():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        path.chmod(0o700)
+    return path
+
+
 def ensure_state_dir(state_dir: Path) -> Path:
     """Create the state dir owner-only (0700); raise StateError when unusable."""
     try:
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(state_dir)
     except OSError as exc:
         raise StateError(f"state dir {state_dir} cannot be created ({exc.strerror})") from exc
     return state_dir

@@ -1,10 +1,14 @@
 """The one sanitizer: every string that leaves the device passes through here.
 
 It masks secrets (API keys, bearer tokens, JWTs, private keys, Authorization values,
-passwords and query strings in URLs), rewrites absolute paths to workdir-relative or
-``~``-relative form, drops Codex envelope fragments, strips control and zero-width
-characters, and bounds the length. The card, log lines, error messages and gateway
-events all call ``sanitize_text``; nothing else masks.
+passwords and query strings in URLs, the values of secret-named keys in headers, JSON
+and escaped JSON, cookies), rewrites absolute paths to workdir-relative or
+``~``-relative form, drops Codex envelope fragments, and bounds the length. Before any
+pattern runs, the text is normalised: control, format (Unicode ``Cf``) and other
+invisible characters are dropped and compatibility forms folded (NFKC), so a secret
+broken up by a soft hyphen or written in full-width letters is still recognised. The
+card, log lines, error messages and gateway events all call ``sanitize_text``; nothing
+else masks.
 
 It is a safety net on top of the card's allow-list, not a replacement for it:
 command text, output, diffs and prompts never reach this function in the first place.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 MASK = "[redacted]"
@@ -43,14 +48,26 @@ _SECRET_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
     )
 )
 _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(p for _, p in _SECRET_RULES)
-_KEYED_TRIGGERS = ("authorization", "bearer", "token", "secret", "passw", "key", "session")
-# "Authorization: Bearer x", "Bearer x", "token=x", "api_key: x", "password = x".
+_KEYED_TRIGGERS = ("authorization", "bearer", "token", "secret", "passw", "key", "session", "cookie")
+# A key's value in every notation a log or an answer quotes it in: ``key: v``, ``key=v``,
+# ``"key": "v"`` (JSON), ``\"key\": \"v\"`` (JSON inside a JSON string), ``'key': 'v'``.
+# A quoted value is masked up to its closing quote (spaces and escaped quotes
+# included); an unquoted one up to the next space or separator.
+_QUOTE = r"\\*[\"']"
+_SCHEME = r"(?:(?:bearer|basic|token|digest)\s+)?"
+_VALUE = (rf"(?:(?P<q>{_QUOTE}){_SCHEME}(?P<quoted>(?:\\.|[^\\\n])+?)(?=(?P=q))"
+          rf"|(?:{_QUOTE})?{_SCHEME}(?P<bare>[^\s\"'&,;\\<>]{{3,}}))")
 _KEYED_SECRET = re.compile(
-    r"(?P<key>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*"
-    r"|\bbearer\s+"
-    r"|\b(?:[a-z0-9_-]*(?:token|secret|passwd|password|api[_-]?key|apikey|access[_-]?key"
-    r"|private[_-]?key|client[_-]?secret|session[_-]?id))[\"']?\s*[:=]\s*[\"']?)"
-    r"(?P<value>[^\s\"'&,;]{3,})",
+    r"(?:\b(?:proxy-)?authorization|\b[a-z0-9_-]*(?:token|secret|passwd|password|api[_-]?key|apikey"
+    r"|access[_-]?key|private[_-]?key|session[_-]?id))"
+    rf"(?:{_QUOTE})?\s*[:=]\s*{_VALUE}"
+    r"|\bbearer\s+(?P<bearer>[^\s\"'&,;\\<>]{3,})",
+    re.IGNORECASE,
+)
+# Cookie headers: the whole value (every name=value pair) up to the end of the header.
+_COOKIE = re.compile(
+    rf"\b(?:set-)?cookie(?:{_QUOTE})?\s*[:=]\s*"
+    rf"(?:(?P<q>{_QUOTE})(?P<quoted>(?:\\.|[^\\\n])+?)(?=(?P=q))|(?:{_QUOTE})?(?P<bare>[^\r\n\"'\\]+))",
     re.IGNORECASE,
 )
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.IGNORECASE)
@@ -72,8 +89,15 @@ _ENVIRONMENT_NOTICE = re.compile(
     r"|workspace-write sandbox|read-only sandbox|sandbox is (?:read-only|workspace-write))\b[^\n]*(?:\n|$)",
     re.IGNORECASE | re.MULTILINE,
 )
+# Control characters, every format character (Unicode category Cf: soft hyphen, zero
+# width, bidi controls, tags...), variation selectors and the other invisible fillers:
+# inserted into a secret they hide it from every pattern, and a screen shows none of them.
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\u034f\u115f\u1160\u180b-\u180d\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
 )
 _ABS_PATH = re.compile(r"(?<![\w.~:/])/(?:[^\s\"'`<>(){}\[\],;:]+)")
 
@@ -86,8 +110,29 @@ def _mask_url(match: re.Match[str]) -> str:
     return url
 
 
+def _mask_value(match: re.Match[str]) -> str:
+    """The match with only its value (whichever group caught it) replaced by the mask."""
+    for group in ("quoted", "bare", "bearer"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            start, end = match.span(group)
+            base = match.start()
+            return match.group(0)[:start - base] + MASK + match.group(0)[end - base:]
+    return MASK  # pragma: no cover - every alternative has a value group
+
+
+def normalize(text: str) -> str:
+    """Drop invisible characters and fold compatibility forms (NFKC) before matching.
+
+    ``ｓｋ－…`` and ``s\u00adk-…`` look like ``sk-…`` on a screen; they must look like it
+    to the patterns too.
+    """
+    text = _INVISIBLE.sub("", text)
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def mask_secrets(text: str) -> str:
-    """Mask every secret-looking run in ``text``."""
+    """Mask every secret-looking run in ``text`` (normalised first)."""
+    text = normalize(text)
     lower = text.lower()
     for triggers, pattern in _SECRET_RULES:
         if any(t in lower for t in triggers):
@@ -95,8 +140,10 @@ def mask_secrets(text: str) -> str:
     if "://" in text:
         # file:///home/u/x is a path, not a web address: let the path rules rewrite it.
         text = _URL.sub(_mask_url, _FILE_URL.sub("", text))
+    if "cookie" in lower:
+        text = _COOKIE.sub(_mask_value, text)
     if any(t in lower for t in _KEYED_TRIGGERS):
-        text = _KEYED_SECRET.sub(lambda m: m.group("key") + MASK, text)
+        text = _KEYED_SECRET.sub(_mask_value, text)
     return text
 
 
@@ -174,11 +221,11 @@ def sanitize_text(
     expose half a secret.
     """
     text = value if isinstance(value, str) else str(value)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)  # before normalize, which drops the ESC and leaves the rest
+    text = normalize(text)
     if "<" in text:
         text = strip_envelopes(text)
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = _INVISIBLE.sub("", text)
     text = relativize_paths(mask_secrets(text), workdir)
     if limit is not None and len(text) > limit:
         text = ("…" + text[-(limit - 1):]) if tail else (text[: limit - 1] + "…")

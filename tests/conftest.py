@@ -128,12 +128,15 @@ def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess
 def _restore_boss_agent_logging() -> Iterator[None]:
     """Every test starts with the ``boss_agent`` logger as pytest's caplog expects it.
 
-    ``setup_logging`` (called by in-process CLI runs and the log tests) stops
-    propagation and swaps handlers; without this, a later test's ``caplog`` sees nothing.
+    ``setup_logging`` (called by in-process CLI runs and the log tests) installs root
+    handlers and sets the level; without this, later tests would log through them.
     """
+    from boss_agent.logs import remove_handlers
+
     tree = logging.getLogger("boss_agent")
     saved = tree.level, tree.propagate, list(tree.handlers)
     yield
+    remove_handlers()  # setup_logging's handlers sit on the root logger
     for handler in list(tree.handlers):
         if handler not in saved[2]:
             tree.removeHandler(handler)

@@ -23,6 +23,9 @@ from boss_agent.errors import AppServerUnavailable
 
 # A JWT lives only for one handshake; five minutes absorbs clock skew between us and codex.
 JWT_LIFETIME_S = 300
+# HS256 over a shorter key is guessable offline from one captured token; codex refuses
+# such a secret for its listener too (facts §3h).
+MIN_SHARED_SECRET_BYTES = 32
 _LOOPBACK_NAMES = ("localhost",)
 
 
@@ -73,6 +76,10 @@ def bearer_token(codex: CodexSettings) -> str | None:
     if codex.app_server_auth_shared_secret_file is not None:
         secret = _read(codex.app_server_auth_shared_secret_file,
                        "codex.app_server_auth_shared_secret_file")
+        if len(secret) < MIN_SHARED_SECRET_BYTES:
+            raise AppServerUnavailable(
+                f"codex.app_server_auth_shared_secret_file holds {len(secret)} bytes; a shared secret "
+                f"needs at least {MIN_SHARED_SECRET_BYTES} bytes")
         return mint_hs256_jwt(secret, issuer=codex.app_server_auth_issuer,
                               audience=codex.app_server_auth_audience)
     return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,22 +49,35 @@ class ChildProcess:
     def running(self) -> bool:
         return self.proc.returncode is None
 
-    async def drain_stderr(self) -> None:
-        """Read stderr until EOF, logging each line sanitized at debug level."""
+    async def _stderr_line(self) -> str | None:
+        """The next stderr line (logged sanitized at debug level), or None at EOF."""
         stream = self.proc.stderr
         if stream is None:
-            return
+            return None
         while True:
             try:
                 line = await stream.readline()
-            except ValueError:  # an over-long line: asyncio dropped it; keep draining
+            except ValueError:  # an over-long line: asyncio dropped it; keep reading
                 continue
             if not line:
-                return
+                return None
             self.stderr_lines += 1
+            text = line.decode("utf-8", "replace").rstrip()
             if logger.isEnabledFor(logging.DEBUG):  # sanitizing costs; skip it when unlogged
-                text = sanitize_text(line.decode("utf-8", "replace").rstrip(), limit=STDERR_LOG_CHARS)
-                logger.debug("%s stderr: %s", self.label, text)
+                logger.debug("%s stderr: %s", self.label, sanitize_text(text, limit=STDERR_LOG_CHARS))
+            return text
+
+    async def drain_stderr(self) -> None:
+        """Read stderr until EOF, logging each line sanitized at debug level."""
+        while await self._stderr_line() is not None:
+            pass
+
+    async def stderr_match(self, pattern: re.Pattern[str]) -> re.Match[str]:
+        """Read stderr until a line matches ``pattern`` (``drain_stderr`` reads the rest)."""
+        while (text := await self._stderr_line()) is not None:
+            if match := pattern.search(text):
+                return match
+        raise AppServerUnavailable(f"{self.label} exited (code {await self.proc.wait()}) before it was ready")
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         try:

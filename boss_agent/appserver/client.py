@@ -38,6 +38,7 @@ from boss_agent.appserver.routing import Notification, ServerRequest, ThreadList
 from boss_agent.appserver.rpc import RequestId
 from boss_agent.config import CodexSettings, Config
 from boss_agent.errors import AppServerError, AppServerUnavailable
+from boss_agent.lifecycles import SUPERVISOR, SupervisorState
 from boss_agent.redact import sanitize_text
 
 __all__ = ["AppServer", "AppServerClient", "Notification", "OverloadPolicy", "RestartPolicy",
@@ -87,7 +88,7 @@ class AppServer:
         self.restart_policy = restart_policy or RestartPolicy()
         self._client: AppServerClient | None = None
         self._conn: Connection | None = None
-        self._state = "starting"  # starting | up | restarting | down | stopped
+        self._state = SupervisorState.STARTING
         self._error: str | None = None
         self._version: str | None = None
         self._changed = asyncio.Event()
@@ -108,14 +109,14 @@ class AppServer:
         # Readiness is the first attempt's outcome: up, or down with an error in status.
         try:
             async with asyncio.timeout(STARTUP_TIMEOUT_S):
-                while self._state in ("starting", "restarting"):
+                while self._state in (SupervisorState.STARTING, SupervisorState.RESTARTING):
                     await self._wait_change()
         except TimeoutError:
             logger.warning("codex app-server is not up after %s s; still trying", STARTUP_TIMEOUT_S)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._state = "stopped"
+        self._state = SupervisorState.STOPPED
         if self._task is not None:
             self._task.cancel()
         try:
@@ -137,7 +138,7 @@ class AppServer:
                     live = self._client
                     if live is not None and not live.closed:
                         return live
-                    if self._state in ("down", "stopped"):
+                    if self._state in (SupervisorState.DOWN, SupervisorState.STOPPED):
                         raise AppServerUnavailable(self._error or "codex app-server is not running")
                     await self._wait_change()
         except TimeoutError:
@@ -153,7 +154,7 @@ class AppServer:
     def status(self) -> dict[str, Any]:
         conn = self._conn
         return {
-            "available": self._state == "up" and self._client is not None and not self._client.closed,
+            "available": self._state == SupervisorState.UP and self._client is not None and not self._client.closed,
             "version": self._version,
             "transport": conn.kind if conn is not None else self.settings.app_server_transport,
             "fallbackFrom": conn.fallback_from if conn is not None else None,
@@ -171,14 +172,15 @@ class AppServer:
                         await self._run_once()
             except Exception:
                 logger.exception("codex app-server supervisor failed; retrying")
-                self._set_state("down")
+                self._set_state(SupervisorState.DOWN)
                 await asyncio.sleep(self.restart_policy.max_s)
                 continue
-            self._set_state("restarting")
+            self._set_state(SupervisorState.RESTARTING)
             logger.warning("codex app-server connection lost; restarting it")
 
     async def _run_once(self) -> None:
-        self._set_state("restarting" if self.restarts or self._error else "starting")
+        self._set_state(SupervisorState.RESTARTING if self.restarts or self._error
+                        else SupervisorState.STARTING)
         conn = await self.connector.open()
         client = AppServerClient(conn.dispatcher, timeout_s=self.settings.request_timeout_s,
                                  policy=self.overload_policy)
@@ -203,7 +205,7 @@ class AppServer:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
         self._version = match.group(1) if match else None
         self._client, self._error = client, None
-        self._set_state("up")
+        self._set_state(SupervisorState.UP)
         logger.info("codex app-server %s up over %s%s", self._version or "(unknown version)",
                     conn.kind, f" (fallback from {conn.fallback_from})" if conn.fallback_from else "")
 
@@ -211,19 +213,19 @@ class AppServer:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _ShortLived):
             # It was up: callers keep waiting for the restart rather than failing fast.
-            self._set_state("restarting")
+            self._set_state(SupervisorState.RESTARTING)
             logger.warning("codex app-server connection lost soon after start; restarting it")
             return
         if exc is not None and not isinstance(exc, AppServerError):
             logger.error("codex app-server supervisor hit an unexpected %s", type(exc).__name__,
                          exc_info=exc)
         self._error = sanitize_text(str(exc) or type(exc).__name__, limit=ERROR_CHARS) if exc else None
-        self._set_state("down")
+        self._set_state(SupervisorState.DOWN)
         logger.warning("codex app-server unavailable (%s); retry %s", self._error, state.attempt_number)
 
-    def _set_state(self, state: str) -> None:
-        if self._state != "stopped":
-            self._state = state
+    def _set_state(self, state: SupervisorState) -> None:
+        if self._state != SupervisorState.STOPPED:  # stopping wins over a late supervisor step
+            self._state = SUPERVISOR.check(self._state, state)
         self._notify()
 
     def _notify(self) -> None:

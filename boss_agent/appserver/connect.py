@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
@@ -49,6 +50,8 @@ logger = logging.getLogger(__name__)
 # A listener answers /readyz ~0.2-0.4 s after spawn (facts §3h); a loaded 2-core box
 # with the npm wrapper can take several times that.
 LISTENER_START_TIMEOUT_S = 30.0
+# What codex prints on stderr once its WebSocket listener is bound (real codex 0.171.0).
+LISTENING_ON = re.compile(r"listening on: (ws://127\.0\.0\.1:\d+)")
 READY_POLL_S = 0.05  # the listener gives no readiness signal we could await instead
 HEALTH_INTERVAL_S = 30.0  # a dead child is seen at once via EOF; this catches a wedged one
 HEALTH_TIMEOUT_S = 10.0  # a cheap request answers in milliseconds even mid-turn
@@ -188,8 +191,10 @@ class Connector:
         token_file = run_dir / "listener.token"
         write_private(token_file, token)
         if kind == "ws":
-            port = free_loopback_port()
-            url, readyz = f"ws://127.0.0.1:{port}", f"http://127.0.0.1:{port}/readyz"
+            # Port 0: codex binds a free port itself and prints it. Choosing one here and
+            # releasing it would let another local process take it in between, answer
+            # /readyz and receive our token and every prompt.
+            url, readyz = "ws://127.0.0.1:0", None
         else:
             socket_path = run_dir / "codex.sock"
             socket_path.unlink(missing_ok=True)
@@ -199,7 +204,14 @@ class Connector:
                                        extra_args=args, label="codex app-server listener",
                                        pipe_stdout=False)
         try:
+            if kind == "ws":
+                async with asyncio.timeout(LISTENER_START_TIMEOUT_S):
+                    url = (await child.stderr_match(LISTENING_ON))[1]
+                readyz = "http" + url[len("ws"):] + "/readyz"
             await wait_listening(child, readyz, None if readyz else Path(url[len("unix://"):]))
+        except TimeoutError:
+            await child.stop()
+            raise AppServerUnavailable("codex app-server listener did not say where it listens") from None
         except BaseException:
             await child.stop()
             raise
@@ -241,8 +253,8 @@ async def _poll_listening(child: ChildProcess, readyz: str | None, socket_path: 
 
 
 def free_loopback_port() -> int:
-    # Bind-then-release can race with another process taking the port; the listener
-    # then fails to start and the supervisor's next attempt picks a new one.
+    # For tests that start a listener themselves. Bind-then-release races with another
+    # process taking the port, which is why our own listener binds port 0 instead.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]

@@ -24,6 +24,7 @@ from boss_agent.cli.support import (
     render_pairs,
 )
 from boss_agent.errors import ConfigError
+from boss_agent.lifecycles import TaskStatus
 
 app = typer.Typer(
     name="boss-agent",
@@ -105,9 +106,21 @@ def capabilities(
     emit(guarded(collect), as_json, lambda data: render(data, typer.echo))
 
 
+def read_pairing_code() -> str:
+    """The code from a prompt (a terminal) or one line of stdin: an argument would show in ``ps``."""
+    if sys.stdin.isatty():
+        text = str(typer.prompt("Pairing code", err=True))
+    else:
+        text = sys.stdin.readline()
+    if not text.strip():
+        raise ConfigError("no pairing code: type it at the prompt or pipe it on stdin")
+    return text.strip()
+
+
 @app.command()
 def pair(
-    code: Annotated[str, typer.Argument(help="the pairing code shown in the Boss app")],
+    code: Annotated[str | None, typer.Argument(
+        help="the pairing code shown in the Boss app (omit it to be asked: an argument shows in `ps`)")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
@@ -118,7 +131,7 @@ def pair(
         config = build_config(**{"server.url": server})
         if not config.server_url:
             raise ConfigError("no server: pass --server URL or set server.url")
-        identity = asyncio.run(pair_device(config.state_dir, config.server_url, code,
+        identity = asyncio.run(pair_device(config.state_dir, config.server_url, code or read_pairing_code(),
                                            device_name=name))
         return identity.device_id
 
@@ -154,6 +167,8 @@ def up(
     demo: Annotated[bool, typer.Option("--demo", help="use the built-in demo model (no OpenAI account)")] = False,
     host: Annotated[str, typer.Option("--host", help="loopback address for the web page")] = "127.0.0.1",
     port: Annotated[int | None, typer.Option("--port", help="web page port (0: a free one)")] = None,
+    rotate_secret: Annotated[bool, typer.Option(
+        "--rotate-secret", help="new page secret: every open page session and printed URL stops working")] = False,
 ) -> None:
     """The local control plane and the daemon, paired, in one command."""
     from boss_agent.logs import setup_logging
@@ -167,7 +182,7 @@ def up(
         config = build_config()
         setup_logging(config.log_level, config.state_dir / "logs")
         asyncio.run(run_up(config, demo=demo, host=host, port=DEFAULT_PORT if port is None else port,
-                           on_ready=ready))
+                           on_ready=ready, rotate_secret=rotate_secret))
 
     guarded(start)
 
@@ -213,7 +228,7 @@ def _submit(prompt: str, fields: dict[str, Any], follow: bool, *, steer_of: str 
     task_id, final = guarded(lambda: asyncio.run(go()))
     if not follow:
         typer.echo(task_id)
-    elif final != "completed":
+    elif final != TaskStatus.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -222,6 +237,8 @@ def devserver(
     host: Annotated[str, typer.Option("--host", help="loopback address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="0 picks a free port")] = 0,
     db: Annotated[Path | None, typer.Option("--db", help="SQLite file")] = None,
+    rotate_secret: Annotated[bool, typer.Option(
+        "--rotate-secret", help="new page secret: every open page session and printed URL stops working")] = False,
 ) -> None:
     """Only the local control plane (no daemon)."""
     from boss_agent.controlplane import serve
@@ -233,7 +250,7 @@ def devserver(
         def ready(plane: Any) -> None:
             typer.echo(f"boss-agent control plane: {plane.page_url}")
 
-        asyncio.run(serve(path, host, port, ready=ready))
+        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret))
 
     guarded(run)
 

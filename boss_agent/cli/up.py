@@ -55,14 +55,19 @@ def demo_codex_home(state_dir: Path, model_url: str) -> Path:
 
 
 async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 on_ready: Callable[[str], None] | None = None, handle_signals: bool = True) -> None:
-    """Serve until the daemon stops; ``on_ready`` gets the page URL (with its token)."""
+                 on_ready: Callable[[str], None] | None = None, handle_signals: bool = True,
+                 rotate_secret: bool = False) -> None:
+    """Serve until the daemon stops; ``on_ready`` gets the page URL (with its token).
+
+    ``rotate_secret`` replaces the page secret first: old sessions and URLs stop working.
+    """
     state_dir = ensure_state_dir(config.state_dir)
     db_path = controlplane_dir(state_dir) / "controlplane.db"
     db_path.parent.mkdir(mode=0o700, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:
         try:
-            plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port))
+            plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port,
+                                                                 rotate_secret=rotate_secret))
         except OSError as exc:
             raise ConfigError(_listen_error(host, port, exc)) from exc
         codex_home = None

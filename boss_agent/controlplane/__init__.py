@@ -36,7 +36,7 @@ Python API::
         await client.cancel(task_id);  await client.decide(task_id, approval_id, decision)
         await client.pairing_code(ttl_s=None)
 
-Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)::
+Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's session cookie)::
 
     GET  /api/health                                   {"ok": true}   (no secret needed)
     GET  /api/local/state                              {"devices": [...], "tasks": [...]}
@@ -52,7 +52,7 @@ Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's cookie)
                                                        {"answers": {qid: [text]}}; an MCP form adds
                                                        "content" beside "accept")
     GET  /api/local/events                             SSE: snapshot, then task / device events
-    GET  /?token=<secret>                              sets the cookie, 303 to /
+    GET  /?token=<secret>                              sets a session cookie (never the secret), 303 to /
 
 TaskView: ``{taskId, status (queued|running|completed|failed|cancelled|abandoned),
 attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, result

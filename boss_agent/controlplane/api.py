@@ -28,6 +28,7 @@ from boss_agent.controlplane.wire import (
     wait_seconds,
 )
 from boss_agent.errors import ControlPlaneError
+from boss_agent.lifecycles import TERMINAL, TaskStatus
 
 # Loopback heartbeats are cheap, and a cancel of a task that waits on an approval reaches
 # the device only through them (the approval poll carries no cancel): 5 s, not 15.
@@ -35,7 +36,7 @@ HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_CLAIM_WAIT_MS = 25_000
 DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
-STATUSES = ("completed", "failed", "cancelled")
+STATUSES = tuple(s.value for s in TaskStatus if s in TERMINAL)  # what `complete` may say
 BACKENDS = ("app_server", "exec", "cua")
 APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput", "elicitation")
 ELICITATION_MODES = ("form", "url")
@@ -65,7 +66,7 @@ async def pair(request: web.Request) -> web.Response:
     code = need_str(body, "pairingCode", limit=64)
     for key in ("deviceName", "hostname", "platform", "arch", "agentVersion"):
         need_str(body, key, optional=True, limit=256)
-    device_id, token = request.app[CORE_KEY].pair(code, body)
+    device_id, token = request.app[CORE_KEY].pair(code, body, request.remote or "")
     return web.json_response(
         {"deviceId": device_id, "deviceToken": token, "heartbeatIntervalMs": HEARTBEAT_INTERVAL_MS}, status=201
     )

@@ -116,8 +116,8 @@ class Core:
 
     # -- device operations ------------------------------------------------------
 
-    def pair(self, code: str, info: dict[str, Any]) -> tuple[str, str]:
-        device_id, token = self.devices.pair(code, info)
+    def pair(self, code: str, info: dict[str, Any], client: str = "") -> tuple[str, str]:
+        device_id, token = self.devices.pair(code, info, client)
         logger.info("device %s paired", device_id)
         self._device_changed(device_id)
         return device_id, token

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from boss_agent.identity import owner_only, private_dir
 from boss_agent.timefmt import utc_iso
 
 BUSY_TIMEOUT_MS = 5000  # another process holding the write lock gets this long before we fail
@@ -97,17 +98,23 @@ class Database:
     """One SQLite connection plus the clock every query reads."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(path.parent)
         self.clock = clock
-        # isolation_level=None: no implicit transactions; we say BEGIN ourselves.
-        self.conn = sqlite3.connect(str(path), isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
-        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.executescript(SCHEMA)
-        self._add_columns()
-        path.chmod(0o600)
+        # Prompts, cards and pairing codes live here and in the -wal/-shm files beside
+        # it. SQLite gives those the database file's mode, but creates them on first
+        # use; an older run may have left them group-readable, so tighten all three.
+        for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if existing.exists():
+                existing.chmod(0o600)
+        with owner_only():
+            # isolation_level=None: no implicit transactions; we say BEGIN ourselves.
+            self.conn = sqlite3.connect(str(path), isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.executescript(SCHEMA)
+            self._add_columns()
 
     def _add_columns(self) -> None:
         for table, column, definition in COLUMNS:

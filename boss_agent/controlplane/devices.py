@@ -2,8 +2,11 @@
 
 A pairing code is six digits shown as ``483-921``, single use, valid for its TTL. A
 device token is a random secret handed out once at pairing; only its sha256 is
-stored, so a copy of the database does not let anyone act as a device. Ten wrong
-codes in a row void every open code, so the million codes cannot be searched. A revoked
+stored, so a copy of the database does not let anyone act as a device. Each client
+(source address) gets ten wrong codes per ``PAIRING_WINDOW_S``, then a 429 until the
+window moves on: the million codes cannot be searched, and one client's guesses never
+void another user's code. (On loopback every local process shares 127.0.0.1, so a
+local guesser can delay local pairing by one window, but never steal or void a code.) A revoked
 device's token stops working at once and its running tasks are abandoned (see
 ``queue.py``).
 """
@@ -22,13 +25,16 @@ logger = logging.getLogger(__name__)
 
 PAIRING_CODE_TTL_S = 600  # long enough to type it on another machine, short enough to be useless later
 PAIRING_CODE_DIGITS = 6
-MAX_FAILED_PAIRINGS = 10  # a typo or two is fine; a million-code search is not
+MAX_FAILED_PAIRINGS = 10  # per client and window: a typo or two is fine; a million-code search is not
+PAIRING_WINDOW_S = 600  # one code's TTL: a client gets ten guesses per code lifetime at most
+MAX_TRACKED_CLIENTS = 4096  # bounds the memory a flood of source addresses can take
 DEVICE_INFO_KEYS = ("deviceName", "hostname", "platform", "arch", "agentVersion")
 HEARTBEAT_KEYS = ("agentVersion", "state", "runningTaskIds", "maxConcurrentTasks", "capabilities", "system")
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    # surrogatepass: a header's undecodable bytes arrive surrogate-escaped, and must not raise.
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def normalize_code(code: str) -> str:
@@ -40,10 +46,33 @@ def format_code(digits: str) -> str:
     return f"{digits[:3]}-{digits[3:]}"
 
 
+class AttemptLimiter:
+    """Wrong pairing codes per client over a sliding window (in memory: a restart forgives)."""
+
+    def __init__(self) -> None:
+        self.failures: dict[str, list[float]] = {}
+
+    def retry_after(self, client: str, now: float) -> int | None:
+        """Seconds until ``client`` may try again, or None when it may now."""
+        recent = [t for t in self.failures.get(client, []) if t > now - PAIRING_WINDOW_S]
+        if recent:
+            self.failures[client] = recent
+        else:
+            self.failures.pop(client, None)
+        if len(recent) < MAX_FAILED_PAIRINGS:
+            return None
+        return max(1, int(recent[0] + PAIRING_WINDOW_S - now) + 1)
+
+    def failed(self, client: str, now: float) -> None:
+        if client not in self.failures and len(self.failures) >= MAX_TRACKED_CLIENTS:
+            del self.failures[next(iter(self.failures))]  # the longest-known client goes first
+        self.failures.setdefault(client, []).append(now)
+
+
 class Devices:
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.failed_pairings = 0  # wrong codes since the last success (in memory: a restart forgives)
+        self.attempts = AttemptLimiter()
 
     def create_pairing_code(self, ttl_s: float = PAIRING_CODE_TTL_S) -> str:
         now = self.db.clock()
@@ -60,9 +89,16 @@ class Devices:
             )
         return format_code(digits)
 
-    def pair(self, code: str, info: dict[str, Any]) -> tuple[str, str]:
-        """Consume ``code`` and register a device; return ``(deviceId, deviceToken)``."""
+    def pair(self, code: str, info: dict[str, Any], client: str = "") -> tuple[str, str]:
+        """Consume ``code`` and register a device; return ``(deviceId, deviceToken)``.
+
+        ``client`` (the source address) is who the wrong-code limit counts against.
+        """
         now = self.db.clock()
+        wait = self.attempts.retry_after(client, now)
+        if wait is not None:
+            raise ControlPlaneError(429, "too_many_attempts", "too many wrong pairing codes; try again later",
+                                    retry_after_s=wait)
         digits = normalize_code(code)
         device_id = "dev_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
@@ -70,29 +106,18 @@ class Devices:
             row = conn.execute("SELECT * FROM pairing_codes WHERE code = ?", (digits,)).fetchone()
             valid = row is not None and row["used_by"] is None and len(digits) == PAIRING_CODE_DIGITS
             if not valid:
-                self._failed_pairing(conn, now)  # committed: the refusal is raised after the transaction
+                self.attempts.failed(client, now)
             elif row["expires_at"] > now:
                 conn.execute("UPDATE pairing_codes SET used_by = ? WHERE code = ?", (device_id, digits))
                 conn.execute(
                     "INSERT INTO devices (device_id, token_hash, info, paired_at) VALUES (?, ?, ?, ?)",
                     (device_id, hash_token(token), dumps({k: info.get(k) for k in DEVICE_INFO_KEYS}), now),
                 )
-                self.failed_pairings = 0
         if not valid:
             raise ControlPlaneError(400, "invalid_pairing_code", "the pairing code is not valid")
         if row["expires_at"] <= now:
             raise ControlPlaneError(410, "pairing_code_expired", "the pairing code has expired")
         return device_id, token
-
-    def _failed_pairing(self, conn: Any, now: float) -> None:
-        """Count a wrong code; too many in a row void every open code (no guessing them)."""
-        self.failed_pairings += 1
-        if self.failed_pairings >= MAX_FAILED_PAIRINGS:
-            self.failed_pairings = 0
-            conn.execute("UPDATE pairing_codes SET expires_at = ? WHERE used_by IS NULL AND expires_at > ?",
-                         (now, now))
-            logger.warning("%d wrong pairing codes in a row: every open pairing code was voided",
-                           MAX_FAILED_PAIRINGS)
 
     def authenticate(self, token: str) -> str | None:
         """The device id a bearer token belongs to, or None (unknown or revoked)."""

@@ -35,6 +35,7 @@ from typing import Any
 from boss_agent.controlplane.approval_store import Approvals
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError, TaskRejected
+from boss_agent.lifecycles import TERMINAL
 from boss_agent.redact import sanitize_text
 from boss_agent.tasks import parse_task
 
@@ -44,7 +45,7 @@ TASK_FIELDS = (
     "collaborationMode",
 )
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
-FINISHED = ("completed", "failed", "cancelled", "abandoned")
+FINISHED = frozenset({*TERMINAL, "abandoned"})  # the queue's own end: a lease ran out
 RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
 
 

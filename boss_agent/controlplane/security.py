@@ -1,28 +1,37 @@
-"""The local control plane's doors: loopback Host, same Origin, the installation secret.
+"""The local control plane's doors: loopback Host, same Origin, the secret and its sessions.
 
 It listens on loopback, but any web page the user opens can make their browser call
 it. Three checks, in ``security_middleware``, in this order:
 
-1. ``Host`` must be a loopback name or address, else 403 ``forbidden_host``: a
+1. ``Host`` must be a loopback name or address, parsed strictly (``localhost`` or a
+   loopback IP literal, then at most a numeric port), else 403 ``forbidden_host``: a
    DNS-rebinding page reaches us under its own host name and stops here.
 2. A state-changing request (anything but GET/HEAD/OPTIONS) that carries an
    ``Origin`` must come from this very origin, else 403 ``forbidden_origin`` (CSRF).
    Requests without ``Origin`` (the daemon, the CLI) pass this check.
 3. Everything except the device API (``/api/v1/…``, guarded by device tokens), the
-   health probe and the ``/?token=`` door needs the installation secret, as
-   ``Authorization: Bearer <secret>`` (CLI) or the page's cookie, else 401.
+   health probe and the ``/?token=`` door needs ``Authorization: Bearer <secret>``
+   (the CLI) or the page's session cookie, else 401.
 
 The secret is generated once per installation into ``controlplane.secret`` next to
-the database, mode 0600. The cookie is HttpOnly and SameSite=Strict, and every
-answer forbids framing (the Approve button must not be click-jackable).
+the database, mode 0600, and replaced by ``rotate_secret``. The cookie never holds
+it: browsers send cookies to every port of 127.0.0.1, so any local dev server the user
+visits would receive it. It holds a session token instead, ``expiry.nonce.mac`` with
+the mac an HMAC of the rest under the secret: it expires, and rotating the secret
+voids every session and every printed URL at once. Every credential is compared as
+bytes (``hmac.compare_digest`` refuses non-ASCII str), so a malformed one is a 401.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
@@ -40,28 +49,77 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
-SECRET_KEY: web.AppKey[str] = web.AppKey("secret", str)
+SESSION_TTL_S = 24 * 3600  # a working day; a session a local server caught dies by the next
+MAX_CREDENTIAL_CHARS = 512  # far above a secret or a session token; longer is refused unread
+# ``host`` or ``[v6]``, then an optional ASCII port: no userinfo, no second colon, no spaces.
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
+
+
+def as_bytes(text: str) -> bytes:
+    """Any str as bytes, injectively (headers may carry surrogate-escaped bytes)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def same(given: str, expected: str) -> bool:
+    return len(given) <= MAX_CREDENTIAL_CHARS and hmac.compare_digest(as_bytes(given), as_bytes(expected))
 
 
 def secret_path(db_path: Path) -> Path:
     return db_path.parent / SECRET_FILE
 
 
-def load_or_create_secret(db_path: Path) -> str:
-    """The installation secret stored beside ``db_path``, created (0600) on first use."""
-    path = secret_path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-        if text:
-            return text
-    except FileNotFoundError:
-        pass
+def _write_secret(path: Path) -> str:
     secret = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(secret + "\n")
+    os.replace(tmp, path)  # a reader sees the old secret or the new one, never half
     return secret
+
+
+def load_or_create_secret(db_path: Path, *, rotate: bool = False) -> str:
+    """The installation secret stored beside ``db_path``, created (0600) on first use.
+
+    ``rotate`` replaces it: every printed URL and every page session dies with it.
+    """
+    path = secret_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not rotate:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+            if text:
+                return text
+        except FileNotFoundError:
+            pass
+    return _write_secret(path)
+
+
+@dataclass
+class Doors:
+    """The secret (replaceable while running) and the clock sessions expire by."""
+
+    secret: str
+    clock: Callable[[], float]
+
+    def _mac(self, payload: str) -> str:
+        return hmac.new(as_bytes(self.secret), as_bytes(payload), hashlib.sha256).hexdigest()
+
+    def new_session(self) -> str:
+        payload = f"{int(self.clock()) + SESSION_TTL_S}.{secrets.token_urlsafe(16)}"
+        return f"{payload}.{self._mac(payload)}"
+
+    def session_valid(self, token: str) -> bool:
+        if not token or len(token) > MAX_CREDENTIAL_CHARS:
+            return False
+        payload, _, mac = token.rpartition(".")
+        expiry = payload.split(".", 1)[0]
+        if not (expiry.isascii() and expiry.isdigit()) or int(expiry) <= self.clock():
+            return False
+        return hmac.compare_digest(as_bytes(mac), as_bytes(self._mac(payload)))
+
+
+DOORS_KEY: web.AppKey[Doors] = web.AppKey("doors", Doors)
 
 
 def cookie_name(request: web.Request) -> str:
@@ -71,34 +129,35 @@ def cookie_name(request: web.Request) -> str:
 
 
 def host_is_loopback(host: str | None) -> bool:
-    if not host:
+    """True only for ``localhost`` or a loopback IP literal, with at most a numeric port."""
+    match = _HOST.fullmatch(host or "")
+    if match is None or (match["port"] is not None and not 0 < int(match["port"]) < 65536):
         return False
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    if name.startswith("["):
-        name = name[1:].split("]", 1)[0]
-    name = name.lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
+    name = (match["v6"] or match["name"]).lower()
+    if match["name"] is not None and name.endswith(".") and name != ".":
+        name = name[:-1]
+    if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    return address.is_loopback and (match["v6"] is None) == (address.version == 4)
 
 
 def origin_allowed(request: web.Request) -> bool:
     origin = request.headers.get("Origin")
     if origin is None:
         return True
-    return hmac.compare_digest(origin.lower(), f"{request.scheme}://{request.host}".lower())
+    return same(origin.lower(), f"{request.scheme}://{request.host}".lower())
 
 
 def has_secret(request: web.Request) -> bool:
-    secret = request.app[SECRET_KEY]
+    doors = request.app[DOORS_KEY]
     auth = request.headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer " and hmac.compare_digest(auth[7:].strip(), secret):
+    if auth[:7].lower() == "bearer " and same(auth[7:].strip(), doors.secret):
         return True
-    cookie = request.cookies.get(cookie_name(request), "")
-    return bool(cookie) and hmac.compare_digest(cookie, secret)
+    return doors.session_valid(request.cookies.get(cookie_name(request), ""))
 
 
 def needs_secret(request: web.Request) -> bool:

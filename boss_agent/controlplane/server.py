@@ -27,15 +27,17 @@ from boss_agent.controlplane import web as page
 from boss_agent.controlplane.core import Core
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
 from boss_agent.controlplane.security import (
-    SECRET_KEY,
+    DOORS_KEY,
     URL_FILE,
+    Doors,
     add_security_headers,
-    host_is_loopback,
     load_or_create_secret,
     security_middleware,
 )
 from boss_agent.controlplane.wire import error_middleware
-from boss_agent.errors import ControlPlaneError
+from boss_agent.config import address_is_loopback
+from boss_agent.errors import ConfigError, ControlPlaneError
+from boss_agent.identity import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +48,10 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes
 WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn fits
 
 
-def build_app(core: Core, secret: str) -> web.Application:
+def build_app(core: Core, doors: Doors) -> web.Application:
     app = web.Application(middlewares=[error_middleware, security_middleware], client_max_size=MAX_BODY_BYTES)
     app[api.CORE_KEY] = core
-    app[SECRET_KEY] = secret
+    app[DOORS_KEY] = doors
     app.add_routes(api.routes)
     app.add_routes(local.routes)
     app.add_routes(page.routes)
@@ -65,18 +67,33 @@ class ControlPlane:
         host: str = "127.0.0.1",
         port: int = 0,
         secret: str | None = None,
+        rotate_secret: bool = False,
         lease_s: float = LEASE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if not address_is_loopback(host):
+            # The page and the local API are for this machine's user only; a LAN address
+            # would hand a ?token= URL and the device API to the whole network.
+            raise ConfigError(f"--host {host} is not a loopback address (use 127.0.0.1, ::1 or localhost)")
         self.db_path = Path(db_path)
         self.host = host
         self.port = port
         self.lease_s = lease_s
-        self.secret = secret or load_or_create_secret(self.db_path)
+        secret = secret or load_or_create_secret(self.db_path, rotate=rotate_secret)
+        self.doors = Doors(secret, clock)
         self.url = ""
         self._clock = clock
         self._core: Core | None = None
         self._stack = contextlib.AsyncExitStack()
+
+    @property
+    def secret(self) -> str:
+        return self.doors.secret
+
+    def rotate_secret(self) -> str:
+        """A new installation secret: every page session and printed URL stops working."""
+        self.doors.secret = load_or_create_secret(self.db_path, rotate=True)
+        return self.doors.secret
 
     @property
     def page_url(self) -> str:
@@ -97,11 +114,9 @@ class ControlPlane:
         return self
 
     async def _start(self) -> None:
-        if not host_is_loopback(self.host):
-            logger.warning("the control plane listens on a non-loopback address; only loopback Host names are served")
         core = self._core = Core(self.db_path, self.lease_s, self._clock)
         self._stack.callback(self._close_core)
-        runner = web.AppRunner(build_app(core, self.secret), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+        runner = web.AppRunner(build_app(core, self.doors), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         self._stack.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, self.host, self.port)
@@ -130,9 +145,7 @@ class ControlPlane:
             self._core.close()
 
     def _write_url_file(self) -> None:
-        path = self.db_path.parent / URL_FILE
-        path.write_text(self.url + "\n", encoding="utf-8")
-        path.chmod(0o600)
+        write_atomic(self.db_path.parent / URL_FILE, (self.url + "\n").encode())
 
     async def _sweep_leases(self, core: Core) -> None:
         interval = min(SWEEP_MAX_S, max(SWEEP_MIN_S, self.lease_s / 4))
@@ -203,12 +216,13 @@ async def serve(
     port: int = 0,
     *,
     ready: Callable[[ControlPlane], None] | None = None,
+    rotate_secret: bool = False,
 ) -> None:
     """Run a control plane until cancelled (`boss-agent devserver`); prints nothing itself.
 
     ``ready`` is called once it listens (the CLI prints ``page_url`` there).
     """
-    async with ControlPlane(db_path, host=host, port=port) as plane:
+    async with ControlPlane(db_path, host=host, port=port, rotate_secret=rotate_secret) as plane:
         if ready is not None:
             ready(plane)
         await asyncio.Event().wait()

@@ -1,24 +1,23 @@
 """The web page: ``/`` (and its ``?token=`` door) and the two static files it loads.
 
 The page is plain HTML, JavaScript and CSS from ``static/`` (no build step, nothing
-from a CDN). ``/?token=<secret>`` checks the secret, stores it in an HttpOnly,
-SameSite=Strict cookie and redirects to ``/``, so the secret leaves the address bar
-and the browser history at once.
+from a CDN). ``/?token=<secret>`` checks the secret, stores a session token derived
+from it (never the secret: see ``security.py``) in an HttpOnly, SameSite=Strict cookie
+and redirects to ``/``, so the secret leaves the address bar and the browser history
+at once.
 """
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 
 from aiohttp import web
 
-from boss_agent.controlplane.security import SECRET_KEY, cookie_name
+from boss_agent.controlplane.security import DOORS_KEY, SESSION_TTL_S, cookie_name, same
 from boss_agent.controlplane.wire import error_response
 
 STATIC = Path(__file__).with_name("static")
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
-COOKIE_MAX_AGE_S = 30 * 86_400  # a month; the secret itself never changes per installation
 
 routes = web.RouteTableDef()
 
@@ -28,11 +27,12 @@ async def page(request: web.Request) -> web.StreamResponse:
     token = request.query.get("token")
     if token is None:
         return web.FileResponse(STATIC / "index.html", headers={"Content-Type": "text/html; charset=utf-8"})
-    if not hmac.compare_digest(token, request.app[SECRET_KEY]):
+    doors = request.app[DOORS_KEY]
+    if not same(token, doors.secret):
         return error_response(401, "unauthorized", "the token in this URL is not this control plane's")
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(
-        cookie_name(request), token, httponly=True, samesite="Strict", path="/", max_age=COOKIE_MAX_AGE_S
+        cookie_name(request), doors.new_session(), httponly=True, samesite="Strict", path="/", max_age=SESSION_TTL_S
     )
     return response
 

@@ -39,7 +39,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ControlPlaneError as exc:
-        return error_response(exc.status, exc.code, exc.message)
+        response = error_response(exc.status, exc.code, exc.message)
+        if exc.retry_after_s is not None:
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise  # redirects are answers, not errors
@@ -54,7 +57,7 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object, or a 400 ``invalid_json``."""
     try:
         body = json.loads(await request.read())
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder's stack
         raise bad_request("the body is not valid JSON", "invalid_json") from None
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object", "invalid_json")

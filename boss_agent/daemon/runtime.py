@@ -1,20 +1,22 @@
 """The Daemon: owns the one task group every long-lived piece of boss-agent runs in.
 
 ``Daemon.run`` takes the state dir's single-instance lock, starts the codex
-app-server (unless a runner was injected), the capability refresh loop, the Boss
-source (journal recovery, heartbeat, claim, spool flusher, task runs), the state
-file writer, the systemd watchdog and, when configured, the Redis gateway; then it
-signals readiness (``ready`` and ``READY=1``) and waits for a stop request. The Boss
-source and the gateway take their task slots from one ``Slots`` of
-``max_concurrent_tasks``: the device never runs more tasks than that in total.
+app-server (unless a runner was injected), the capability refresh loop, its task
+sources — the Boss source (journal recovery, heartbeat, claim, spool flusher, task
+runs) and, when configured, the Redis gateway — each under a ``SourceSupervisor``
+(a failing source is restarted, never the daemon), the state file writer and the
+systemd watchdog; then it signals readiness (``ready`` and ``READY=1``) and waits
+for a stop request. Both sources put their runs in one ``RunRegistry`` whose
+``Slots`` hold ``max_concurrent_tasks``: the device never runs more than that.
 
-Shutdown follows uvicorn (``lifecycle.ShutdownController``): SIGTERM/SIGINT stops
-claiming and cancels at once the tasks that only wait on an approval (nobody has to
-answer for the agent to stop); running tasks get ``grace_period_s`` to finish; then ``force_cancel``
-sets their cancel events (the runner interrupts the turn and reports
-``cancelled``); runs that ignore it are cancelled outright and spooled as
-``cancelled``. The spool gets one bounded delivery attempt before exit; the rest
-waits for the next start.
+Shutdown follows uvicorn (``lifecycle.ShutdownController``) and is one loop over
+the sources and one registry: SIGTERM/SIGINT stops every source taking work (the
+Boss source also cancels at once the tasks that only wait on an approval);
+running tasks get ``grace_period_s`` to finish; then ``force_cancel`` sets every
+run's cancel event, Boss or gateway alike (the runner interrupts the turn on the
+app-server, ends its commands and reports ``cancelled``); runs that ignore it
+are cancelled outright and reported ``cancelled``. Then each source closes: the
+Boss spool gets one bounded delivery attempt; the rest waits for the next start.
 
 Heartbeats never wait for discovery: the refresh loop writes ``self.discovery`` and
 ``self.runner_caps``, and the heartbeat only reads them.
@@ -32,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
 from boss_agent.aio import race
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config, check_server_url, load_config
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
+from boss_agent.lifecycles import DAEMON, DaemonPhase
 from boss_agent.daemon.lifecycle import (
     READY,
     STOPPING,
@@ -45,9 +48,12 @@ from boss_agent.daemon.lifecycle import (
 )
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.daemon.slots import Slots
+from boss_agent.daemon.supervise import SourceSupervisor
 from boss_agent.sources.boss import BossSource, RetryPolicy
 from boss_agent.daemon.statefile import write_state
 from boss_agent.daemon.sysinfo import system_facts
+from boss_agent.sources.contract import TaskSource
+from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import TaskRunner
 from boss_agent.timefmt import utc_now
 
@@ -60,8 +66,8 @@ logger = logging.getLogger(__name__)
 STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale
 DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
 CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
-GATEWAY_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
-FINAL_FLUSH_S = 5.0  # shutdown stays bounded; the spool survives for the next start
+SOURCE_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
+SHUTDOWN_REASON = "worker_shutdown"  # the cancel reason a run stopped by shutdown reports
 _NO_CAPS: dict[str, Any] = {
     "codexExec": {"available": False, "version": None},
     "computerUse": {"codex": False, "cuaDriver": {"available": False, "version": None}},
@@ -105,10 +111,15 @@ class Daemon:
         self.reloads = 0  # SIGHUPs handled
         self.reloaded = asyncio.Event()  # set after each handled SIGHUP
         self.slots: Slots | None = None  # one budget for both sources, made in the loop
+        self.runs: RunRegistry | None = None  # every run of every source, made in the loop
+        self.supervisors: list[SourceSupervisor[Any]] = []
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
-        self.phase = "starting"
+        self.phase = DaemonPhase.STARTING
+
+    def _enter(self, phase: DaemonPhase) -> None:
+        self.phase = DAEMON.check(self.phase, phase)
 
     def request_stop(self) -> None:
         """First call: graceful stop. Second call: interrupt running tasks at once."""
@@ -207,6 +218,8 @@ class Daemon:
         if identity is None and not gateway_only:
             raise StateError("this device is not paired: run `boss-agent pair CODE --server URL` "
                              "(or enable the gateway without server.url for a Redis-only device)")
+        if identity is not None:
+            check_server_url(identity.server_url, self.config.allow_insecure_http)
         with InstanceLock(state_dir), self.shutdown:
             try:
                 async with contextlib.AsyncExitStack() as stack:
@@ -214,7 +227,7 @@ class Daemon:
                         await self._start_codex(stack)
                     await self._serve(identity, ready)
             finally:
-                self.phase = "stopped"
+                self._enter(DaemonPhase.STOPPED)
                 self.write_state()
 
     async def _start_codex(self, stack: contextlib.AsyncExitStack) -> None:
@@ -235,7 +248,7 @@ class Daemon:
             max_concurrent=self.config.max_concurrent_tasks,
             approval_timeout_s=self.config.codex.approval_timeout_s,
             capabilities=self.capabilities, system=system_facts, policy=self.retry_policy,
-            clock=self.wall_clock, slots=self.slots, **extra)
+            clock=self.wall_clock, registry=self.runs, **extra)
 
     def _new_gateway(self, device_id: str) -> Gateway:
         from boss_agent.sources.gateway import Gateway
@@ -243,53 +256,69 @@ class Daemon:
         assert self.runner is not None
         worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
-                       max_concurrent=self.config.max_concurrent_tasks, slots=self.slots)
+                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs)
+
+    def _supervisors(self, identity: Identity | None,
+                     device_id: str) -> list[SourceSupervisor[Any]]:
+        """The Boss source when paired, the gateway when enabled."""
+        # on_start keeps the live instance at hand, for status, heartbeats and reload.
+        def boss_started(source: BossSource) -> None:
+            self.source = source
+
+        def gateway_started(source: Gateway) -> None:
+            self.gateway = source
+
+        sources: list[SourceSupervisor[Any]] = []
+        if identity is not None:
+            sources.append(SourceSupervisor("boss", lambda: self._new_source(identity),
+                                            boss_started))
+        if self.config.gateway.enabled:
+            sources.append(SourceSupervisor("gateway", lambda: self._new_gateway(device_id),
+                                            gateway_started))
+        return sources
 
     @staticmethod
-    async def _gateway_ready(up: asyncio.Event) -> None:
+    async def _source_ready(name: str, up: asyncio.Event) -> None:
         # READY=1 means "serving"; a Redis that is down must not hold the Boss source back.
         try:
-            async with asyncio.timeout(GATEWAY_READY_TIMEOUT_S):
+            async with asyncio.timeout(SOURCE_READY_TIMEOUT_S):
                 await up.wait()
         except TimeoutError:
-            logger.warning("the Redis gateway is not up yet; it keeps trying in the background")
+            logger.warning("the %s source is not up yet; it keeps trying in the background", name)
 
     async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
-        self.slots = Slots(self.config.max_concurrent_tasks)
-        self.source = source = self._new_source(identity) if identity is not None else None
+        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks))
+        self.slots = self.runs.slots
         device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
         self.device_id = device_id
+        self.supervisors = self._supervisors(identity, device_id)
         async with asyncio.TaskGroup() as tg:
             if self.app is not None:
                 background = [tg.create_task(self._discovery_loop(self.app), name="discovery")]
             else:
                 await self._refresh_runner_caps()
                 background = []
-            if self.config.gateway.enabled:
-                self.gateway = self._new_gateway(device_id)
-                gateway_up = asyncio.Event()
-                background.append(tg.create_task(self.gateway.run(gateway_up), name="gateway"))
-                await self._gateway_ready(gateway_up)
-            if source is not None:
-                source.start(tg)
+            # The gateway first: its lease is taken before the Boss source claims work.
+            for supervisor in reversed(self.supervisors):
+                up = asyncio.Event()
+                background.append(tg.create_task(supervisor.run(up), name=f"{supervisor.name} source"))
+                await self._source_ready(supervisor.name, up)
             background.append(tg.create_task(self._state_loop(), name="state file"))
             background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))
-            self.phase = "running"
+            self._enter(DaemonPhase.RUNNING)
             self.write_state()
             logger.info("boss-agent %s running as device %s%s", __version__, device_id,
-                        "" if source else " (gateway only)")
+                        "" if identity else " (gateway only)")
             if ready is not None:
                 ready.set()
             sd_notify(READY)
             await self.shutdown.stopping.wait()
             sd_notify(STOPPING)
-            self.phase = "stopping"
-            await self._drain(source)
-            if source is not None:
-                await source.close()
+            self._enter(DaemonPhase.STOPPING)
+            await self._drain([s.current for s in self.supervisors if s.current is not None])
             for task in background:
                 task.cancel()
 
@@ -318,32 +347,22 @@ class Daemon:
         self.reloads += 1
         self.reloaded.set()
 
-    async def _drain(self, source: BossSource | None) -> None:
-        if source is not None:
-            source.stop_claiming()
-            for task_id in source.approvals.cancel_waiting():
-                logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
-        if self.gateway is not None:
-            self.gateway.stop_accepting()
+    async def _drain(self, sources: list[TaskSource]) -> None:
+        """One loop for every source: stop taking work, then end every run in the registry."""
+        runs = self.runs
+        assert runs is not None
+        for source in sources:
+            source.stop_accepting()
         self.write_state()
-        await race(self._all_idle(source), self.shutdown.force_cancel.wait())
-        # The gateway's run is cancelled with the other background loops; it reports
-        # the tasks it still runs as CANCELLED itself.
-        if source is None:
-            return
-        if source.runs.running:
-            source.runs.cancel_all()
+        await race(runs.wait_idle(), self.shutdown.force_cancel.wait())
+        if len(runs):
+            runs.cancel_all(SHUTDOWN_REASON)  # each runner interrupts its turn: `cancelled`
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(CANCEL_GRACE_S):
-                    await source.runs.wait_idle()
-        if source.runs.running:
-            source.runs.abort()  # the runner ignored the cancel: its runs spool `cancelled`
-            await source.runs.wait_idle()
-        await source.final_flush(FINAL_FLUSH_S)
-
-    async def _all_idle(self, source: BossSource | None) -> None:
-        if source is not None:
-            await source.runs.wait_idle()
-        if self.gateway is not None:
-            await self.gateway.wait_idle()
+                    await runs.wait_idle()
+        if len(runs):
+            runs.abort()  # the runner ignored the cancel: its source reports `cancelled`
+            await runs.wait_idle()
+        for source in sources:
+            await source.close()
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from boss_agent.jsonshape import mapping
+from boss_agent.lifecycles import TERMINAL, TaskStatus
 from boss_agent.progress.card import Approval, Card, key_of
 from boss_agent.redact import sanitize_text
 
@@ -178,13 +179,13 @@ def with_approvals(card: Card, approvals: tuple[Approval, ...]) -> Card:
     """Set approvals and derive waitingApproval / waitingInput from what is still open."""
     waiting = [a for a in approvals if a.status == "pending" and not a.resolved]
     status = card.status
-    if status not in ("completed", "failed", "cancelled", "queued"):
+    if status not in TERMINAL and status != TaskStatus.QUEUED:
         if any(a.kind in INPUT_KINDS for a in waiting):
-            status = "waitingInput"
+            status = TaskStatus.WAITING_INPUT
         elif waiting:
-            status = "waitingApproval"
+            status = TaskStatus.WAITING_APPROVAL
         else:
-            status = "running"
+            status = TaskStatus.RUNNING
     return card.evolve(approvals=approvals, status=status)
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from boss_agent.lifecycles import TERMINAL, TaskStatus
 from boss_agent.progress import approval_card as approvals
-from boss_agent.progress.card import TERMINAL, BackgroundAgent, Branch, Card, Reasoning, Step, key_of
+from boss_agent.progress.card import BackgroundAgent, Branch, Card, Reasoning, Step, key_of
 from boss_agent.progress.items import MAX_ACTIVITIES, add_artifact, close_open_items, upsert
 from boss_agent.progress.notifications import add_warning
 
-STATUSES = frozenset({"queued", "running", "waitingApproval", "waitingInput", "completed",
-                      "failed", "cancelled"})
+STATUSES = frozenset(TaskStatus)
 BACKENDS = frozenset({"app_server", "exec", "cua"})
 GITHUB_CLI = frozenset({"available", "unauthenticated", "missing"})
 MAX_GIT_OPERATIONS = 20  # "commit", "push", … labels; a long list is not a summary
@@ -48,9 +48,10 @@ def _status(card: Card, params: Mapping[str, Any]) -> Card:
 
 def _finished(card: Card, params: Mapping[str, Any]) -> Card:
     """The task is over: nothing stays in progress or pending on the card."""
-    status = params.get("status") if params.get("status") in TERMINAL else "completed"
-    card = close_open_items(card, "completed" if status == "completed" else "interrupted")
-    step_end = "completed" if status == "completed" else "failed"
+    status = params.get("status") if params.get("status") in TERMINAL else TaskStatus.COMPLETED
+    done = status == TaskStatus.COMPLETED  # item and step spellings below, not task statuses
+    card = close_open_items(card, "completed" if done else "interrupted")
+    step_end = "completed" if done else "failed"
     steps = tuple(Step(s.title, step_end) if s.status == "inProgress" else s for s in card.steps)
     card = approvals.close_pending(card.evolve(steps=steps))
     if card.reasoningSummary is not None and card.reasoningSummary.status != "completed":

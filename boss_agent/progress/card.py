@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
+from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.redact import (
     ENVELOPE_TAGS,
     sanitize_text,
@@ -31,6 +32,8 @@ FIELD_CHARS = 300  # any other string on the card is a label or a one-line summa
 GOAL_CHARS = 500  # a goal is one objective, longer than a label
 REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
 PREVIEW_CONTEXT = 300  # chars sanitized before the preview tail: room for a secret's key
+TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPreview ≤ 200 chars
+TRANSCRIPT_WINDOW_CHARS = TRANSCRIPT_PREVIEW_CHARS + PREVIEW_CONTEXT  # what the card keeps of it
 # The streamed answer the card keeps: past this the head is dropped, so a 100,000-delta
 # turn costs the same per delta at its end as at its start. Above resultText's 20,000
 # chars, so a turn cut off before its final message still reports a full-length answer.
@@ -38,7 +41,6 @@ ANSWER_KEEP_CHARS = 32_768
 ANSWER_KEPT_AFTER_CUT = 24_576  # still above resultText's 20,000 chars; cuts come every ~8 KiB
 LINE_REACH = 2_048  # how far back the preview looks for a line start before a word start will do
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
 def key_of(value: object) -> int | None:
@@ -69,6 +71,9 @@ class Realtime:
     audioChunks: int = 0  # noqa: N815
     closeReason: str | None = None  # noqa: N815
     error: str | None = None
+    # transcriptPreview holds the raw tail with room before it (TRANSCRIPT_WINDOW_CHARS),
+    # masked and cut only when serialized; ``streaming`` until transcript/done says it is whole.
+    streaming: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +210,7 @@ class BackgroundAgent:
 
 
 # Record fields that are bookkeeping, never part of the wire shape.
-_PRIVATE = frozenset({"key", "request_key", "item_key", "resolved"})
+_PRIVATE = frozenset({"key", "request_key", "item_key", "resolved", "streaming"})
 _RENAMED = {"from_": "from"}
 
 
@@ -252,6 +257,8 @@ class Card:
 
     def evolve(self, **changes: Any) -> Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
+        if "status" in changes and changes["status"] != self.status:
+            TASK.check(self.status, changes["status"])  # an impossible card is a bug: raise
         new = object.__new__(Card)
         new.__dict__.update(self.__dict__)
         new.__dict__.update(changes)
@@ -272,8 +279,9 @@ class Card:
         out["remoteControl"] = None if self.remoteControl is None else {"status": out["remoteControl"]}
         out["answerPreview"] = answer_preview(self)
         if self.reasoningSummary is not None:
-            out["reasoningSummary"]["text"] = _clean(self.reasoningSummary.text, self.workdir,
-                                                     REASONING_CHARS)
+            out["reasoningSummary"]["text"] = reasoning_text(self)
+        if self.realtime is not None:
+            out["realtime"]["transcriptPreview"] = transcript_preview(self.realtime, self.workdir)
         return out
 
     def __repr__(self) -> str:
@@ -388,16 +396,33 @@ def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
 
 
-FINISHED = ("completed", "failed", "cancelled")
-
-
 def answer_preview(card: Card) -> str | None:
     text = card.answer or card.final_text
-    if card.answer and card.answer != card.final_text and card.status not in FINISHED:
+    if card.answer and card.answer != card.final_text and card.status not in TERMINAL:
         text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None
+
+
+def reasoning_text(card: Card) -> str:
+    """The reasoning summary; while it streams, without its half-arrived last word
+    (the same hold-back as the answer: a secret never leaves in pieces)."""
+    assert card.reasoningSummary is not None
+    text = card.reasoningSummary.text
+    if card.reasoningSummary.status == "inProgress" and card.status not in FINISHED:
+        text = settled_prefix(text)
+    return _clean(text, card.workdir, REASONING_CHARS)
+
+
+def transcript_preview(realtime: Realtime, workdir: str | None) -> str:
+    """The transcript's last ``TRANSCRIPT_PREVIEW_CHARS``, masked first and cut after.
+
+    The kept window starts ``PREVIEW_CONTEXT`` chars earlier, so a key cut off by the
+    preview (``Autho|rization: v``) is still whole when the masking runs.
+    """
+    text = settled_prefix(realtime.transcriptPreview) if realtime.streaming else realtime.transcriptPreview
+    return sanitize_text(text, workdir=workdir, limit=TRANSCRIPT_PREVIEW_CHARS, tail=True)
 
 
 def final_answer(card: Card) -> str | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from boss_agent.jsonshape import mapping
+from boss_agent.lifecycles import NOT_YET_RUNNING, TaskStatus
 from boss_agent.progress import items as it
 from boss_agent.progress.card import Card, Step, TokenUsage
 from boss_agent.progress.notifications import add_warning
@@ -100,8 +101,8 @@ def _reduce(card: Card, event: Any) -> Card:
     if kind == "thread.started":
         return card  # carries only the session id, which never goes on the card
     if kind == "turn.started":
-        running = card.status in ("queued", "waitingApproval", "waitingInput")
-        return card.evolve(status="running") if running else card
+        running = card.status in NOT_YET_RUNNING
+        return card.evolve(status=TaskStatus.RUNNING) if running else card
     if kind == "turn.completed":
         return _turn_completed(card, event)
     if kind == "turn.failed":

@@ -13,6 +13,7 @@ from typing import Any
 
 from boss_agent.jsonshape import mapping
 from boss_agent.progress.card import (
+    TRANSCRIPT_WINDOW_CHARS,
     Account,
     BackgroundAgent,
     Card,
@@ -31,7 +32,6 @@ from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
 from boss_agent.timefmt import utc_iso
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
-TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPreview ≤ 200 chars
 
 
 def epoch_iso(seconds: Any) -> str | None:
@@ -184,14 +184,15 @@ def realtime_transcript(card: Card, params: Mapping[str, Any]) -> Card:
     old = _realtime(card)
     delta = params.get("delta")
     text = delta if isinstance(delta, str) else ""
-    preview = (old.transcriptPreview + text)[-TRANSCRIPT_PREVIEW_CHARS:]
-    return _rt(card, transcriptPreview=preview, transcriptChunks=old.transcriptChunks + 1)
+    # Raw and with context before the shown tail: masked, then cut, when serialized.
+    window = (old.transcriptPreview + text)[-TRANSCRIPT_WINDOW_CHARS:]
+    return _rt(card, transcriptPreview=window, transcriptChunks=old.transcriptChunks + 1, streaming=True)
 
 
 def realtime_transcript_done(card: Card, params: Mapping[str, Any]) -> Card:
     done = params.get("text")
     text = done if isinstance(done, str) else ""
-    return _rt(card, transcriptPreview=text[-TRANSCRIPT_PREVIEW_CHARS:])
+    return _rt(card, transcriptPreview=text[-TRANSCRIPT_WINDOW_CHARS:], streaming=False)
 
 
 def realtime_audio(card: Card, params: Mapping[str, Any]) -> Card:
@@ -200,12 +201,12 @@ def realtime_audio(card: Card, params: Mapping[str, Any]) -> Card:
 
 
 def realtime_error(card: Card, params: Mapping[str, Any]) -> Card:
-    return _rt(card, state="error", error=str(params.get("message") or "error"))
+    return _rt(card, state="error", error=str(params.get("message") or "error"), streaming=False)
 
 
 def realtime_closed(card: Card, params: Mapping[str, Any]) -> Card:
     reason = params.get("reason") if isinstance(params.get("reason"), str) else None
-    return _rt(card, state="closed", closeReason=reason)
+    return _rt(card, state="closed", closeReason=reason, streaming=False)  # nothing more arrives
 
 
 def warning(card: Card, params: Mapping[str, Any]) -> Card:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from boss_agent.errors import IllegalTransition
+from boss_agent.lifecycles import NOT_YET_RUNNING, TaskStatus
 from boss_agent.progress import boss_events
 
 from boss_agent.progress import approval_card as approvals
@@ -41,7 +43,7 @@ _STEP_STATUS = {"in_progress": "inProgress", "inProgress": "inProgress", "pendin
 
 def turn_started(card: Card, params: Mapping[str, Any]) -> Card:
     turn = params.get("turn") or {}
-    status = "running" if card.status in ("queued", "waitingApproval", "waitingInput") else card.status
+    status = TaskStatus.RUNNING if card.status in NOT_YET_RUNNING else card.status
     base = _fold_diff(card)
     return card.evolve(status=status, turn_key=key_of(turn.get("id")), diff_base=base,
                        startedAt=card.startedAt or card.updatedAt)
@@ -294,6 +296,12 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         return _dispatch(card, method, message, params)
     except (AttributeError, TypeError, ValueError, KeyError, IndexError):
         # A shape codex did not promise: that one message is dropped, never the card.
+        return _unknown(card, None)
+    except IllegalTransition:
+        if method.startswith("boss/"):
+            raise  # the runner's own event moved the task where it cannot go: a bug, loudly
+        # Codex's messages arrive in codex's order (a late request after the turn ended):
+        # one that would move the task backwards is dropped, never the card.
         return _unknown(card, None)
 
 

@@ -7,6 +7,7 @@ real-binary transcripts are in test_card_transcripts.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -155,7 +156,7 @@ def test_remote_control_and_realtime_keep_only_states_and_counts() -> None:
                note("thread/realtime/closed", threadId="T", reason="done"))
     out = card.to_dict()
     assert out["remoteControl"] == {"status": "connected"}
-    assert out["realtime"] == {"state": "closed", "transcriptPreview": "x" * 200, "transcriptChunks": 1,
+    assert out["realtime"] == {"state": "closed", "transcriptPreview": "…" + "x" * 199, "transcriptChunks": 1,
                                "audioChunks": 1, "closeReason": "done", "error": None}
     assert "CANARY" not in json.dumps(out) and "inst-123" not in json.dumps(out)
 
@@ -335,3 +336,16 @@ def test_any_sequence_of_odd_messages_never_raises_and_always_serializes(
         card = reduce_exec_event(card, {"type": "item.completed", "item": params})
     json.dumps(card.to_dict())
     repr(card)
+
+
+def test_codex_messages_after_the_task_finished_never_move_its_status_or_raise() -> None:
+    lines = (Path(__file__).resolve().parents[1] / "fixtures" / "transcript_mixed.jsonl").read_text().splitlines()
+    card = new_card()
+    for status in ("running", "completed"):
+        event = "status" if status == "running" else "finished"
+        card = reduce(card, {"method": f"boss/{event}", "params": {"status": status}})
+    approval = {"id": 9, "method": "item/commandExecution/requestApproval",
+                "params": {"threadId": "t", "turnId": "u", "itemId": "i", "command": "ls"}}
+    for message in [*map(json.loads, lines), approval, {"method": "turn/started", "params": {"turn": {"id": "x"}}}]:
+        card = reduce(card, message)  # late, replayed or out-of-order: never an exception
+    assert card.status == "completed"

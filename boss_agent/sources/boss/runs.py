@@ -2,9 +2,10 @@
 
 ``TaskRuns`` validates each claimed task, runs it on the runner in the daemon's task
 group with a sink that uploads progress and asks for approvals, and spools the
-result. It never holds more than ``max_concurrent`` tasks, and it calls the runner
-only with a slot of ``slots`` (the device's budget, shared with the Redis gateway):
-a claimed task that finds every slot taken by the other source waits in line. A malformed task is
+result. Its runs live in the daemon's ``RunRegistry`` (source name ``boss``), shared
+with the Redis gateway. It never holds more than ``max_concurrent`` tasks, and it
+calls the runner only with one of the registry's slots (the device's budget): a
+claimed task that finds every slot taken by the other source waits in line. A malformed task is
 completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task without
 a usable ``taskId`` cannot be completed and is only logged. A task id that is
 already running or already spooled is never run a second time. A steer task
@@ -24,6 +25,7 @@ from boss_agent.errors import TaskRejected
 from boss_agent.redact import sanitize_text
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss.api import BossApi
+from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.progress import ProgressUploader
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
@@ -38,6 +40,7 @@ from boss_agent.tasks import (
 
 logger = logging.getLogger(__name__)
 
+SOURCE = "boss"  # this source's name in the RunRegistry
 FINAL_UPLOAD_TIMEOUT_S = 10.0  # the final card is also in `complete`; never wait long for it
 
 
@@ -75,19 +78,18 @@ def usable_task_id(raw: Any) -> str | None:
 class TaskRuns:
     def __init__(self, runner: TaskRunner, api: BossApi, spool: CompletionSpool,
                  journal: RunningJournal, approvals: RemoteApprovals, max_concurrent: int,
-                 on_spooled: Callable[[], None], slots: Slots | None = None) -> None:
+                 on_spooled: Callable[[], None], registry: RunRegistry | None = None) -> None:
         self.runner = runner
         self.api = api
         self.spool = spool
         self.journal = journal
         self.approvals = approvals
         self.max_concurrent = max_concurrent
-        self.slots = slots or Slots(max_concurrent)
+        self.registry = registry if registry is not None else RunRegistry(Slots(max_concurrent))
+        self.slots = self.registry.slots
+        self.changed = self.registry.changed  # set whenever a run ends or a slot frees up
         self.on_spooled = on_spooled
-        self.running: dict[str, asyncio.Event] = {}
         self.steers: set[str] = set()  # running steer tasks: they hold no slot
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.changed = asyncio.Event()  # set whenever a slot frees up
 
     @property
     def free_slots(self) -> int:
@@ -97,32 +99,13 @@ class TaskRuns:
     @property
     def turns_running(self) -> int:
         """Runs that hold (or wait for) a slot: turns a steer could join."""
-        return len(self.running) - len(self.steers)
+        return self.registry.count(SOURCE) - len(self.steers)
 
     def running_ids(self) -> list[str]:
-        return list(self.running)
+        return self.registry.ids(SOURCE)
 
     def cancel(self, task_id: str) -> bool:
-        event = self.running.get(task_id)
-        if event is None:
-            return False
-        logger.info("cancelling task %s", task_id)
-        event.set()
-        return True
-
-    def cancel_all(self) -> None:
-        for event in self.running.values():
-            event.set()
-
-    def abort(self) -> None:
-        """Cancel the runs outright (shutdown after the grace period); each spools `cancelled`."""
-        for task in self._tasks.values():
-            task.cancel()
-
-    async def wait_idle(self) -> None:
-        while self.running:
-            self.changed.clear()
-            await self.changed.wait()
+        return self.registry.cancel(SOURCE, task_id)
 
     def accept(self, raw: Any, tg: asyncio.TaskGroup) -> None:
         """Take one claimed task object: reject it, ignore a duplicate, or start it."""
@@ -130,7 +113,7 @@ class TaskRuns:
         if task_id is None:
             logger.warning("the server sent a task without a usable taskId; skipped")
             return
-        if task_id in self.running or task_id in self.spool:
+        if self.registry.get(SOURCE, task_id) is not None or task_id in self.spool:
             logger.info("task %s is already running or finished here; not run again", task_id)
             self.on_spooled()
             return
@@ -147,16 +130,14 @@ class TaskRuns:
             self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
                                             error_message="the device has no free task slot"))
             return
-        cancel = asyncio.Event()
-        self.running[task_id] = cancel
+        # The slot is taken now when free; otherwise the gateway took it during the
+        # claim's long poll and the run waits in line for one.
+        # A steer joins a turn that already holds a slot: it takes none.
+        run = self.registry.register(Run(SOURCE, task_id, holds_slot=not steer and self.slots.try_acquire()))
         self.journal.add(task_id, task.attempt)
         if steer:
             self.steers.add(task_id)
-        # Taken now when free; otherwise the gateway took it during the claim's long poll
-        # and the run waits in line for one.
-        held = not steer and self.slots.try_acquire()
-        self._tasks[task_id] = tg.create_task(self._run(task, cancel, held, needs_slot=not steer),
-                                              name=f"task {task_id}")
+        run.task = tg.create_task(self._run(task, run, needs_slot=not steer), name=f"task {task_id}")
 
     def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
         self.spool.put_result(task_id, result)
@@ -164,17 +145,19 @@ class TaskRuns:
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, cancel: asyncio.Event, held: bool, *, needs_slot: bool = True) -> None:
+    async def _run(self, task: Task, run: Run, *, needs_slot: bool = True) -> None:
+        cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
         sink = BossTaskSink(task, uploader, self.approvals, cancel)
         result: TaskResult | None = None
         try:
-            if needs_slot and not held:
-                held = await self._slot_or_cancel(cancel)
+            if needs_slot and not run.holds_slot:
+                run.holds_slot = await self._slot_or_cancel(cancel)
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    result = await self._execute(task, sink, cancel) if held or not needs_slot else TaskResult(
+                    may_run = run.holds_slot or not needs_slot
+                    result = await self._execute(task, sink, cancel) if may_run else TaskResult(
                         status="cancelled", error_code="cancelled",
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
@@ -192,12 +175,8 @@ class TaskRuns:
                     error_message="the agent stopped before the task finished"))
             raise
         finally:
-            if held:
-                self.slots.release()
-            self.running.pop(task.task_id, None)
             self.steers.discard(task.task_id)
-            self._tasks.pop(task.task_id, None)
-            self.changed.set()
+            self.registry.finish(run)
             self.on_spooled()
 
     async def _slot_or_cancel(self, cancel: asyncio.Event) -> bool:
@@ -217,13 +196,6 @@ class TaskRuns:
 
     async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
         logger.info("task %s started (%s)", task.task_id, task.intent)
-        try:
-            result = await self.runner.run(task, sink, cancel)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
-            logger.exception("the runner raised on task %s", task.task_id)
-            result = TaskResult(status="failed", error_code="internal_error",
-                                error_message=sanitize_text(exc.__class__.__name__, limit=200))
+        result = await self.registry.call_runner(self.runner, task, sink, cancel)
         logger.info("task %s finished: %s", task.task_id, result.status)
         return result

@@ -1,7 +1,8 @@
 """The Boss control plane as a task source: heartbeat, claim, run, report.
 
 ``BossSource`` wires the pieces of this package for one paired device and runs their
-loops in the task group the daemon owns. It keeps the revoked-token state: a 401
+loops and its task runs in its own task group (``run``: the ``TaskSource`` contract;
+the daemon supervises it and restarts a fresh one when it fails). It keeps the revoked-token state: a 401
 anywhere stops claiming and heartbeats (results stay spooled) until the token file
 changes, i.e. the user paired again, instead of crash-looping.
 
@@ -25,7 +26,6 @@ from boss_agent import __version__
 from boss_agent.aio import race
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
-from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
 from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.flusher import SpoolFlusher
@@ -35,23 +35,28 @@ from boss_agent.sources.boss.heartbeat import (
     watch_clock,
 )
 from boss_agent.sources.boss.retry import RetryPolicy
-from boss_agent.sources.boss.runs import TaskRuns
+from boss_agent.sources.boss.runs import SOURCE, TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
 
 REPAIR_CHECK_S = 5.0  # while unpaired, how often the token file is checked for a new pairing
 CLAIM_REFUSED_PAUSE_S = 60.0  # after a non-retryable claim error: log once a minute, not spin
+FINAL_FLUSH_S = 5.0  # shutdown stays bounded; the spool survives for the next start
 
 
 class BossSource:
+    name = SOURCE
+
     def __init__(self, state_dir: Path, identity: Identity, runner: TaskRunner, *,
                  max_concurrent: int, approval_timeout_s: float,
                  capabilities: Callable[[], dict[str, Any]],
                  system: Callable[[], dict[str, Any]],
                  policy: RetryPolicy | None = None, claim_wait_ms: int = CLAIM_WAIT_MS,
-                 clock: Callable[[], float] | None = None, slots: Slots | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 registry: RunRegistry | None = None) -> None:
         self.state_dir = state_dir
         self.identity = identity
         self.policy = policy or RetryPolicy()
@@ -69,7 +74,7 @@ class BossSource:
         self.flusher = SpoolFlusher(lambda: self.api, self.spool, self.mark_unauthorized)
         self.approvals = RemoteApprovals(self.api, approval_timeout_s)
         self.runs = TaskRuns(runner, self.api, self.spool, self.journal, self.approvals,
-                             max_concurrent, self.flusher.wake, slots)
+                             max_concurrent, self.flusher.wake, registry)
         self.heartbeat = HeartbeatLoop(
             lambda body: self.api.heartbeat(body), self.heartbeat_body, self.runs.cancel,
             self.mark_unauthorized, clamp_interval_s(identity.heartbeat_interval_ms, 15.0))
@@ -115,10 +120,25 @@ class BossSource:
 
     # ----------------------------------------------------------------- loops
 
-    def start(self, tg: asyncio.TaskGroup) -> None:
-        """Recover a dead daemon's tasks, then start every loop in ``tg``."""
+    async def run(self, ready: asyncio.Event) -> None:
+        """Serve until cancelled (the ``TaskSource`` contract).
+
+        The task runs live in a group of their own, so a loop that fails can interrupt
+        their turns (``wind_down``) before anything cancels them.
+        """
+        async with asyncio.TaskGroup() as runs:
+            try:
+                async with asyncio.TaskGroup() as loops:
+                    self.start(loops, runs)
+                    ready.set()
+            except Exception:
+                await self.runs.registry.wind_down(SOURCE, SOURCE_FAILED, WIND_DOWN_S)
+                raise
+
+    def start(self, tg: asyncio.TaskGroup, runs: asyncio.TaskGroup | None = None) -> None:
+        """Recover a dead daemon's tasks, then start every loop in ``tg`` (runs in ``runs``)."""
         self.journal.recover(self.spool)
-        self._claim = tg.create_task(self._claim_loop(tg), name="boss claim")
+        self._claim = tg.create_task(self._claim_loop(runs or tg), name="boss claim")
         self._loops = [
             self._claim,
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
@@ -189,6 +209,13 @@ class BossSource:
 
     # ----------------------------------------------------------------- shutdown
 
+    def stop_accepting(self) -> None:
+        """The daemon stops: claim no more, and cancel at once the tasks that only wait on
+        an approval (nobody has to answer for the agent to stop)."""
+        self.stop_claiming()
+        for task_id in self.approvals.cancel_waiting():
+            logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
+
     def stop_claiming(self) -> None:
         self.draining = True
         for claim in (self._claim, self._steer_claim):
@@ -203,6 +230,8 @@ class BossSource:
                 await self.flusher.flush(forever=False)
 
     async def close(self) -> None:
+        """After the drain: one bounded delivery of the spool, then stop the loops."""
+        await self.final_flush(FINAL_FLUSH_S)
         for loop in (*self._loops, self._steer_claim):
             if loop is not None:
                 loop.cancel()

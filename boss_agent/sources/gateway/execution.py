@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 
+from boss_agent.lifecycles import EXECUTION_OF, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.redact import sanitize_text
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
-    TERMINAL,
     ExecutionRecords,
     with_status,
     worker_online,
 )
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
+from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
 
 if TYPE_CHECKING:
@@ -46,8 +47,9 @@ logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
-_CLAIMED = frozenset({"RUNNING", "WAITING_USER", "CANCELLING"})  # a live start, not a queue entry
-_WIRE_STATUS = {"completed": "COMPLETED", "failed": "FAILED", "cancelled": "CANCELLED"}
+_CLAIMED = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.WAITING_USER,
+                      ExecutionStatus.CANCELLING})  # a live start, not a queue entry
+SOURCE = "gateway"  # this source's name in the RunRegistry
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,14 @@ class Shared:
     worker_id: str
     group: str
     runner: TaskRunner
-    slots: Slots
+    runs: RunRegistry
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
     fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
+
+    @property
+    def slots(self) -> Slots:
+        return self.runs.slots
 
     async def ack(self, entry: Entry) -> None:
         await self.policy.call("ack", self.redis.xack, entry.stream, self.group, entry.entry_id)
@@ -110,9 +116,9 @@ class Reporter:
 
         def mutate(record: dict[str, Any] | None) -> dict[str, Any] | None:
             nonlocal written
-            if record and record.get("status") in TERMINAL:
+            if record and record.get("status") in TERMINAL_EXECUTION:
                 return None
-            if status == "RUNNING" and record and _claimed_by_other(record, worker_id):
+            if status == ExecutionStatus.RUNNING and record and _claimed_by_other(record, worker_id):
                 return None  # two copies of one ASK raced past the start check: one runs
             record = record or {
                 "execution_id": "", "message_id": header.message_id,
@@ -138,7 +144,7 @@ class Reporter:
         events = []
         if text:
             events.append(wire.event(ctx, wire.FINAL_ANSWER, text, wire.CT_TEXT, metadata=metadata))
-        if status != "COMPLETED":
+        if status != ExecutionStatus.COMPLETED:
             detail = sanitize_text(_detail(status, code, message, reason))
             events.append(wire.state_event(ctx, status.lower(), state_msg=detail,
                                            metadata={"errorCode": code} if code else None))
@@ -159,9 +165,9 @@ class Reporter:
         if not self.header.source_agent_type:
             return
         reply: Any = None
-        if status == "FAILED":
+        if status == ExecutionStatus.FAILED:
             reply = {"error": sanitize_text(message or code)}
-        elif status == "CANCELLED":
+        elif status == ExecutionStatus.CANCELLED:
             reply = {"reason": sanitize_text(reason or "cancelled")}
         stream, fields = wire.reply_to_caller(self.header, self.publisher.ctx.agent_type,
                                               status, text, reply)
@@ -181,7 +187,7 @@ def thread_metadata(result: TaskResult) -> dict[str, str]:
 
 def _detail(status: str, code: str, message: str, reason: str) -> str:
     """The one-line why of a task that did not complete (the event's ``state_msg``)."""
-    if status == "CANCELLED":
+    if status == ExecutionStatus.CANCELLED:
         return reason or message or "cancelled"
     if code and message:
         return f"{code}: {message}"
@@ -189,18 +195,20 @@ def _detail(status: str, code: str, message: str, reason: str) -> str:
 
 
 class Execution:
-    """A task this worker runs: owns the runner call, the sink and one concurrency slot."""
+    """A task this worker runs: owns the runner call and the sink.
+
+    Its ``handle`` is its entry in the daemon's ``RunRegistry``: the cancel event and
+    reason, and the device slot the caller acquired for it.
+    """
 
     def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry) -> None:
         self.shared = shared
         self.ask = ask
         self.task = task
         self.reporter = Reporter(shared, ask.header, entry)
-        self.cancel = asyncio.Event()
-        self.cancel_reason = ""
-        self._force = asyncio.Event()
+        self.handle = Run(SOURCE, ask.header.message_id, holds_slot=True, owner=self)
+        self.cancel = self.handle.cancel
         self._forced = False
-        self.holding_slot = True  # the caller acquired it for us
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
         if shared.fleet is not None:
@@ -210,11 +218,12 @@ class Execution:
     def message_id(self) -> str:
         return self.ask.header.message_id
 
+    @property
+    def cancel_reason(self) -> str:
+        return self.handle.reason
+
     def request_cancel(self, reason: str, force: bool) -> None:
-        self.cancel_reason = self.cancel_reason or reason or "cancelled"
-        self.cancel.set()
-        if force:
-            self._force.set()
+        self.handle.request_cancel(reason, force)
 
     async def run(self) -> None:
         report: asyncio.Future[None] | None = None
@@ -222,7 +231,7 @@ class Execution:
             entry = self.reporter.entry
             assert entry is not None  # run() starts from the ASK's own stream entry
             if not await self.reporter.set_status(
-                    "RUNNING", stream_name=entry.stream, redis_message_id=entry.entry_id,
+                    ExecutionStatus.RUNNING, stream_name=entry.stream, redis_message_id=entry.entry_id,
                     caller_agent_type=self.ask.header.source_agent_type):
                 await self.reporter.ack()  # it ended, or a peer claimed it, since our check
                 return
@@ -260,7 +269,8 @@ class Execution:
 
     async def _call_runner(self) -> TaskResult:
         try:
-            return await self.shared.runner.run(self.task, self.sink, self.cancel)
+            return await self.shared.runs.call_runner(self.shared.runner, self.task, self.sink,
+                                                      self.cancel)
         except asyncio.CancelledError:
             if not self._forced:
                 raise
@@ -269,16 +279,12 @@ class Execution:
             current.uncancel()  # our own force-cancel, not a shutdown
             return TaskResult("cancelled", error_code="cancel_forced",
                               error_message="the runner did not stop within the grace period")
-        except Exception as exc:
-            logger.exception("runner raised for a gateway task")
-            return TaskResult("failed", error_code="internal_error",
-                              error_message=sanitize_text(type(exc).__name__))
 
     async def _force_after_grace(self, runner: asyncio.Task[TaskResult]) -> None:
         await self.cancel.wait()
         try:
             async with asyncio.timeout(CANCEL_GRACE_S):
-                await self._force.wait()
+                await self.handle.force.wait()
         except TimeoutError:
             pass
         if not runner.done():
@@ -287,13 +293,13 @@ class Execution:
 
     async def _report(self, result: TaskResult) -> None:
         await self.sink.flush()
-        status = _WIRE_STATUS.get(result.status, "FAILED")
+        status = EXECUTION_OF.get(result.status, ExecutionStatus.FAILED)
         text = sanitize_text(result.result_text, workdir=self.task.workdir, limit=None) \
             if result.result_text else ""
         await self._release_turn(result)
         await self.reporter.finish(status, text=text, code=result.error_code or "",
                                    message=result.error_message or "",
-                                   reason=self.cancel_reason if status == "CANCELLED" else "",
+                                   reason=self.cancel_reason if status == ExecutionStatus.CANCELLED else "",
                                    metadata=thread_metadata(result))
 
     async def _release_turn(self, result: TaskResult) -> None:
@@ -305,21 +311,18 @@ class Execution:
             logger.warning("could not update the thread registry (%s)", type(exc).__name__)
 
     async def _suspend(self) -> None:
-        await self.reporter.set_status("WAITING_USER")
+        await self.reporter.set_status(ExecutionStatus.WAITING_USER)
         await self.reporter.ack()  # suspended: the entry is done, the RESUME carries on
         self._release_slot()
 
     async def _resume(self, cancelled: bool) -> None:
         if cancelled:
             return  # the runner is about to stop; it needs no slot for that
-        await self.shared.slots.acquire()
-        self.holding_slot = True
-        await self.reporter.set_status("RUNNING")
+        await self.shared.runs.take_back(self.handle)
+        await self.reporter.set_status(ExecutionStatus.RUNNING)
 
     def _release_slot(self) -> None:
-        if self.holding_slot:
-            self.holding_slot = False
-            self.shared.slots.release()
+        self.shared.runs.hand_back(self.handle)
 
 
 async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict[str, Any]]:
@@ -333,7 +336,7 @@ async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tu
                                       header.message_id)
     record = record or {}
     owner = str(record.get("worker_id") or "")
-    if record.get("status") in TERMINAL or local:
+    if record.get("status") in TERMINAL_EXECUTION or local:
         return "skip", record
     if not owner:
         return ("cancelled" if record.get("cancel_requested") else "run"), record

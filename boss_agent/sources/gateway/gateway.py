@@ -7,9 +7,10 @@ cancellation or a fatal error (the lease was lost, a non-retryable Redis error);
 Redis outages are retried with the policy object and never end it.
 
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
-passes the ``Slots`` it shares with the Boss source, so both together stay within
-``max_concurrent_tasks``. The agent-type reader reads only while a slot is free (and
-at most that many entries), so a busy worker leaves work in the stream for its peers.
+passes the ``RunRegistry`` (and its ``Slots``) it shares with the Boss source, so both
+together stay within ``max_concurrent_tasks`` and its drain reaches every run here.
+The agent-type reader reads only while a slot is free (and at most that many
+entries), so a busy worker leaves work in the stream for its peers.
 A task suspended on an approval gives its slot back (and has
 acked its entry): otherwise a worker whose slots all wait for users could never
 read the RESUMEs that would free them.
@@ -55,6 +56,7 @@ from boss_agent.errors import (
 from boss_agent.daemon.slots import Slots
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import (
+    SOURCE,
     Entry,
     Execution,
     Reporter,
@@ -66,6 +68,7 @@ from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RetryPolicy
 from boss_agent.sources.gateway.timing import GatewayTiming
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
@@ -78,12 +81,14 @@ RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stoppin
 
 
 class Gateway:
-    """A by-framework gateway worker for boss-agent tasks."""
+    """A by-framework gateway worker for boss-agent tasks (a ``TaskSource``)."""
+
+    name = SOURCE
 
     def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
                  redis_url: str | None = None, max_concurrent: int,
                  timing: GatewayTiming | None = None, retry: RetryPolicy | None = None,
-                 slots: Slots | None = None) -> None:
+                 runs: RunRegistry | None = None) -> None:
         if not keys.valid_id(worker_id):
             raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
         agent_types = tuple(config.gateway.agent_types)
@@ -99,12 +104,9 @@ class Gateway:
         self.redis = aioredis.Redis.from_url(
             redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
+        self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
-                             worker_id, self.group, runner, slots or Slots(max_concurrent),
-                             agent_types[0])
-        self.executions: dict[str, Execution] = {}
-        self._starting: set[str] = set()
-        self._early_cancels: dict[str, tuple[str, bool]] = {}
+                             worker_id, self.group, runner, self.runs, agent_types[0])
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
                                                config.projects, self._agent_streams)
@@ -112,8 +114,6 @@ class Gateway:
         self._tg: asyncio.TaskGroup | None = None
         self._task_reader: asyncio.Task[None] | None = None
         self._accepting = True
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._ready = False
         self._connected = False
         self._fatal: BaseException | None = None
@@ -121,12 +121,13 @@ class Gateway:
     # --- public -----------------------------------------------------------------------
     @property
     def status(self) -> dict[str, Any]:
-        suspended = sum(1 for e in self.executions.values() if e.sink.suspended)
+        executions = [run.owner for run in self.runs if run.source == SOURCE]
+        suspended = sum(1 for e in executions if e.sink.suspended)
         return {
             "worker_id": self.worker_id, "agent_types": list(self.agent_types),
             "ready": self._ready, "connected": self._connected,
             "max_concurrent": self.max_concurrent,
-            "running": len(self.executions) - suspended, "suspended": suspended,
+            "running": len(executions) - suspended, "suspended": suspended,
             "accepting": self._accepting, "counts": dict(self.shared.stats),
             **self.fleet.status(),
         }
@@ -144,8 +145,11 @@ class Gateway:
             self._task_reader.cancel()
 
     async def wait_idle(self) -> None:
-        """Return once no task runs or waits for the user on this worker."""
-        await self._idle.wait()
+        """Return once no task runs or waits for the user (in this worker's registry)."""
+        await self.runs.wait_idle()
+
+    async def close(self) -> None:
+        """Nothing is left to deliver: each run reported its own result; ``run`` frees Redis."""
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
@@ -156,8 +160,22 @@ class Gateway:
             await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
+            # The task runs live in a group of their own, so a loop that fails can
+            # interrupt their turns (wind_down) before anything cancels them.
+            async with asyncio.TaskGroup() as runs:
+                self._tg = runs
+                await self._serve(presence, ready)
+        except BaseExceptionGroup as group:
+            if self._fatal is not None:
+                raise self._fatal from None
+            raise GatewayError("a gateway loop failed") from group
+        finally:
+            self._ready = False
+            await self._release(presence)
+
+    async def _serve(self, presence: WorkerPresence, ready: asyncio.Event | None) -> None:
+        try:
             async with asyncio.TaskGroup() as tg:
-                self._tg = tg
                 tg.create_task(self._heartbeat_loop(presence))
                 tg.create_task(self._recover_own_pending())
                 if self._accepting:
@@ -168,13 +186,10 @@ class Gateway:
                 logger.info("gateway worker %s serving %s", self.worker_id, ", ".join(self.agent_types))
                 if ready is not None:
                     ready.set()
-        except BaseExceptionGroup as group:
-            if self._fatal is not None:
-                raise self._fatal from None
-            raise GatewayError("a gateway loop failed") from group
-        finally:
+        except Exception:
             self._ready = False
-            await self._release(presence)
+            await self.runs.wind_down(SOURCE, SOURCE_FAILED, WIND_DOWN_S)
+            raise
 
     # --- start and stop ---------------------------------------------------------------
     async def _ensure_groups(self) -> None:
@@ -292,7 +307,7 @@ class Gateway:
         if isinstance(command, wire.Ask):
             assert self._tg is not None
             message_id = command.header.message_id
-            if message_id in self._starting or message_id in self.executions:
+            if self.runs.is_starting(SOURCE, message_id) or self.runs.get(SOURCE, message_id):
                 # A second copy (a forward or requeue repeated after a crash) of a task that
                 # is starting or running here: its start check would race the first copy.
                 if slot_held:
@@ -300,15 +315,15 @@ class Gateway:
                 self.shared.stats["skipped"] += 1
                 await self._guard(self.shared.ack(entry))
                 return
-            self._starting.add(message_id)
+            self.runs.begin(SOURCE, message_id)
             self._tg.create_task(self._start(command, entry, slot_held))
             return
         if slot_held:
             self.shared.slots.release()
         if isinstance(command, wire.Resume):
-            await self._guard(route_resume(self, command, entry))
+            await self._guard(route_resume(self.runs, self.shared, command, entry))
         else:
-            await self._guard(route_cancel(self, command, entry))
+            await self._guard(route_cancel(self.runs, self.shared, command, entry))
 
     async def _guard(self, work: Any) -> None:
         """Run one command's handling; a non-retryable error fails that command only."""
@@ -333,6 +348,7 @@ class Gateway:
         # A steer joins a turn that already holds a slot here; waiting for another would
         # deadlock a busy device until the very turn it steers ends.
         holding = slot_held or not ask.extra_payload.get("targetCodexTurnId")
+        execution: Execution | None = None
         try:
             if not slot_held and holding:
                 await self.shared.slots.acquire()
@@ -341,21 +357,17 @@ class Gateway:
                 if holding:
                     self.shared.slots.release()
                 return
-            execution.holding_slot = holding
-        except BaseException:
-            self._starting.discard(message_id)
-            raise
-        self.executions[message_id] = execution
-        self._idle.clear()
-        self._starting.discard(message_id)
-        if early := self._early_cancels.pop(message_id, None):
-            execution.request_cancel(*early)
+            execution.handle.holds_slot = holding
+        finally:
+            if execution is None:
+                self.runs.abandon(SOURCE, message_id)
+        # A cancel that came while we prepared applies now; the registry gives the slot back.
+        run = self.runs.register(execution.handle)
+        run.task = asyncio.current_task()
         try:
             await self._guard(execution.run())
         finally:
-            self.executions.pop(message_id, None)
-            if not self.executions:
-                self._idle.set()
+            self.runs.finish(run)
 
     async def _prepare(self, ask: wire.Ask, entry: Entry) -> Execution | None:
         """An Execution to run, or None when the ASK was answered without running."""
@@ -367,7 +379,7 @@ class Gateway:
                 self.shared.stats["rejected"] += 1
                 await reporter.finish("FAILED", code=exc.code, message=str(exc))
                 return None
-            local = ask.header.message_id in self.executions
+            local = self.runs.get(SOURCE, ask.header.message_id) is not None
             verdict, record = await classify_start(self.shared, ask.header, local)
             if verdict == "skip":
                 self.shared.stats["skipped"] += 1

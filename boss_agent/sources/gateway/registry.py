@@ -22,12 +22,12 @@ import redis.asyncio as aioredis
 from redis.exceptions import WatchError
 
 from boss_agent.errors import DuplicateWorker
+from boss_agent.lifecycles import EXECUTION, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import now_ms
 
 logger = logging.getLogger(__name__)
 
-TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 WATCH_ATTEMPTS = 20  # a session's records change a few times a second at most
 
 # Refresh the lease only while it still carries our token; re-take it if it vanished
@@ -199,7 +199,14 @@ class ExecutionRecords:
 
 
 def with_status(record: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:
-    """``record`` moved to ``status``, timeline appended, timestamps kept like the SDK."""
+    """``record`` moved to ``status``, timeline appended, timestamps kept like the SDK.
+
+    A move the execution lifecycle does not allow raises ``IllegalTransition``; a
+    status this lifecycle does not know (another SDK worker's) is not ours to judge.
+    """
+    old = record.get("status")
+    if isinstance(old, str) and old in ExecutionStatus.__members__.values():
+        EXECUTION.check(old, status)
     now = now_ms()
     record.update(fields)
     if record.get("status") != status:
@@ -207,8 +214,8 @@ def with_status(record: dict[str, Any], status: str, **fields: Any) -> dict[str,
     record["status"] = status
     record["updated_at"] = now
     record.setdefault("created_at", now)
-    if status == "RUNNING" and not record.get("started_at"):
+    if status == ExecutionStatus.RUNNING and not record.get("started_at"):
         record["started_at"] = now
-    if status in TERMINAL:
+    if status in TERMINAL_EXECUTION:
         record["finished_at"] = now
     return record

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boss_agent.errors import BadCommand
 from boss_agent.sources.gateway import keys, wire
-from boss_agent.sources.gateway.execution import Entry, Reporter
-from boss_agent.sources.gateway.registry import TERMINAL, worker_online
-
-if TYPE_CHECKING:
-    from boss_agent.sources.gateway.gateway import Gateway
+from boss_agent.sources.gateway.execution import SOURCE, Entry, Reporter, Shared
+from boss_agent.lifecycles import TERMINAL_EXECUTION, ExecutionStatus
+from boss_agent.sources.gateway.registry import worker_online
+from boss_agent.sources.inflight import RunRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -38,42 +37,43 @@ def _task_header(record: dict[str, Any], session_id: str, message_id: str) -> wi
         "parent_message_id": record.get("parent_message_id") or ""})
 
 
-async def _close_lost_task(gw: Gateway, record: dict[str, Any], session_id: str, message_id: str,
+async def _close_lost_task(shared: Shared, record: dict[str, Any], session_id: str, message_id: str,
                            status: str, reason: str) -> None:
     try:
         header = _task_header(record, session_id, message_id)
     except BadCommand:
         logger.warning("execution record with invalid ids left alone")
         return
-    reporter = Reporter(gw.shared, header, None, str(record.get("execution_id") or "") or None)
-    if status == "FAILED":
+    reporter = Reporter(shared, header, None, str(record.get("execution_id") or "") or None)
+    if status == ExecutionStatus.FAILED:
         await reporter.finish(status, code="agent_restarted",
                               message="the worker holding this task stopped; it cannot resume")
     else:
         await reporter.finish(status, reason=reason)
 
 
-async def route_resume(gw: Gateway, command: wire.Resume, entry: Entry) -> None:
+async def route_resume(runs: RunRegistry, shared: Shared, command: wire.Resume,
+                       entry: Entry) -> None:
     header = command.header
-    execution = gw.executions.get(header.message_id)
-    if execution is not None:
-        if not execution.sink.resume(command):
+    run = runs.get(SOURCE, header.message_id)
+    if run is not None:
+        if not run.owner.sink.resume(command):
             # A double tap, a client retry, or an answer to a withdrawn form: never the next one.
             logger.warning("RESUME for a form that is not open; dropped")
-            gw.shared.stats["resume_dropped"] += 1
-        await gw.shared.ack(entry)
+            shared.stats["resume_dropped"] += 1
+        await shared.ack(entry)
         return
-    record = await gw.shared.records.find(header.session_id, header.message_id, "WAITING_USER") or {}
+    record = await shared.records.find(header.session_id, header.message_id, "WAITING_USER") or {}
     owner = str(record.get("worker_id") or "")
     if not record:
         logger.warning("RESUME for a task that is not suspended; dropped")
-    elif owner and owner != gw.worker_id and await worker_online(gw.redis, owner):
+    elif owner and owner != shared.worker_id and await worker_online(shared.redis, owner):
         payload: keys.StreamFields = {"data": json.dumps(_command_dict(command))}
-        await gw.shared.policy.call("forward", gw.redis.xadd, keys.worker_stream(owner), payload)
-        gw.shared.stats["forwarded"] += 1
+        await shared.policy.call("forward", shared.redis.xadd, keys.worker_stream(owner), payload)
+        shared.stats["forwarded"] += 1
     else:
-        await _close_lost_task(gw, record, header.session_id, header.message_id, "FAILED", "")
-    await gw.shared.ack(entry)
+        await _close_lost_task(shared, record, header.session_id, header.message_id, "FAILED", "")
+    await shared.ack(entry)
 
 
 def _command_dict(command: wire.Resume) -> dict[str, Any]:
@@ -83,19 +83,16 @@ def _command_dict(command: wire.Resume) -> dict[str, Any]:
     return {"action_type": wire.RESUME, "header": command.header.to_wire(), "body": body}
 
 
-async def route_cancel(gw: Gateway, command: wire.Cancel, entry: Entry) -> None:
+async def route_cancel(runs: RunRegistry, shared: Shared, command: wire.Cancel,
+                       entry: Entry) -> None:
     target = command.target_message_id
     session_id = command.header.session_id
-    execution = gw.executions.get(target)
-    if execution is not None:
-        execution.request_cancel(command.reason, command.force)
-    elif target in gw._starting:
-        gw._early_cancels[target] = (command.reason, command.force)
-    else:
-        record = await gw.shared.records.get(session_id, target) or {}
+    # A running task is cancelled; one still starting gets the cancel the moment it runs.
+    if not runs.cancel(SOURCE, target, command.reason, command.force):
+        record = await shared.records.get(session_id, target) or {}
         # Ours by record but not in this process: an earlier process with our id held it.
-        if record.get("worker_id") == gw.worker_id and record.get("status") not in TERMINAL:
-            await _close_lost_task(gw, record, session_id, target, "CANCELLED",
+        if record.get("worker_id") == shared.worker_id and record.get("status") not in TERMINAL_EXECUTION:
+            await _close_lost_task(shared, record, session_id, target, "CANCELLED",
                                    command.reason or "cancelled")
-    gw.shared.stats["cancel_requests"] += 1
-    await gw.shared.ack(entry)
+    shared.stats["cancel_requests"] += 1
+    await shared.ack(entry)

@@ -47,15 +47,16 @@ async def test_an_unknown_or_reused_pairing_code_is_400_and_an_expired_one_is_41
     assert expired.status_code == 410 and error_code(expired) == "pairing_code_expired"
 
 
-async def test_ten_wrong_pairing_codes_in_a_row_void_every_open_code(http, plane):
+async def test_ten_wrong_pairing_codes_lock_out_that_client_but_void_no_code(http, plane):
     code = plane.create_pairing_code()
     guesses = [f"{n:06d}" for n in range(20) if f"{n:06d}" != code.replace("-", "")][:10]
     for guess in guesses:
         assert (await http.post("/api/v1/devices/pair", json={"pairingCode": guess})).status_code == 400
-    voided = await http.post("/api/v1/devices/pair", json={"pairingCode": code})
-    assert voided.status_code == 410 and error_code(voided) == "pairing_code_expired"
-    fresh = await http.post("/api/v1/devices/pair", json={"pairingCode": plane.create_pairing_code()})
-    assert fresh.status_code == 201
+    refused = await http.post("/api/v1/devices/pair", json={"pairingCode": code})
+    assert refused.status_code == 429 and error_code(refused) == "too_many_attempts"
+    other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")  # another client: its code still works
+    async with httpx.AsyncClient(base_url=plane.url, transport=other) as owner:
+        assert (await owner.post("/api/v1/devices/pair", json={"pairingCode": code})).status_code == 201
 
 
 async def test_an_unexpected_failure_is_a_500_with_the_contract_error_body(http, plane):

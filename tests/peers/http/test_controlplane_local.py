@@ -26,7 +26,7 @@ async def test_a_foreign_host_header_is_refused_everywhere(http, plane):
         assert response.status_code == 403 and error_code(response) == "forbidden_host", path
     rebound = await http.get("/api/health", headers={"Host": f"attacker.test:{httpx.URL(plane.url).port}"})
     assert rebound.status_code == 403
-    for host in ("localhost", "127.0.0.1", "127.0.0.2", "[::1]", "app.localhost"):
+    for host in ("localhost", "127.0.0.1", "127.0.0.2", "[::1]"):
         ok = await http.get("/api/health", headers={"Host": f"{host}:{httpx.URL(plane.url).port}"})
         assert ok.status_code == 200 and ok.json() == {"ok": True}, host
 
@@ -59,7 +59,7 @@ async def test_the_token_door_sets_a_strict_http_only_cookie_and_redirects(http,
     door = await http.get("/", params={"token": plane.secret})
     assert door.status_code == 303 and door.headers["location"] == "/"
     cookie = door.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and plane.secret in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and plane.secret not in cookie
     page = await http.get("/")  # the client kept the cookie
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert 'id="submit-form"' in page.text and "http" not in page.text.split("<body", 1)[1].lower()

@@ -20,6 +20,7 @@ from boss_agent.daemon.slots import Slots
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import TaskRuns
+from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
 from tests.support.gateway import AGENT, record_of, sdk_redis, wait_until
@@ -69,7 +70,7 @@ async def test_wait_free_returns_when_a_slot_frees_and_takes_nothing() -> None:
 async def test_a_boss_task_waiting_in_line_for_a_slot_stops_waiting_when_cancelled() -> None:
     slots = Slots(1)
     await slots.acquire()  # the gateway's task holds the device's one slot
-    runs = TaskRuns(None, None, None, None, None, 1, lambda: None, slots)  # type: ignore[arg-type]
+    runs = TaskRuns(None, None, None, None, None, 1, lambda: None, RunRegistry(slots))  # type: ignore[arg-type]
     cancel = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
         waiting = tg.create_task(runs._slot_or_cancel(cancel))
@@ -140,7 +141,7 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
             if not runner.active:
                 return False
             runs, gateway_slots = daemon.source.runs, daemon.gateway.shared.slots
-            claimed = task_id in runs.running
+            claimed = task_id in runs.running_ids()
             boss = task_id in runner.runs or (claimed and runs.slots.waiting > 0) or \
                 (not claimed and runs.free_slots == 0)
             read = (await redis.xpending(stream, "agent_engines"))["pending"] >= 1

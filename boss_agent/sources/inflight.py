@@ -1,0 +1,211 @@
+"""Every task the device is running, whichever source it came from: the ``RunRegistry``.
+
+One registry per daemon (the idea of uvicorn's ``ServerState``): the Boss source and
+the Redis gateway both put their runs here, so the daemon's drain is one loop over
+one set and cannot treat the sources differently. For each run it holds the cancel
+event (the runner's only stop signal: it interrupts the turn and returns
+``cancelled``), the cancel reason, and whether the run holds one of the device's
+``Slots``.
+
+Ordering the registry takes care of:
+
+* **Starting.** A source may need a while between reading a task and having a run
+  for it (the gateway checks its execution record first). ``begin`` marks the id as
+  starting; a cancel that arrives meanwhile is kept and applied by ``register``, so it
+  is never lost to the gap; ``abandon`` forgets both when no run comes of it.
+* **Slots.** A run suspended on a user's approval hands its slot back (``hand_back``)
+  and waits in line for one when it resumes (``take_back``); otherwise a device whose
+  slots all wait for users could never read the answers that would free them.
+* **Idle.** ``wait_idle`` returns once no run is left; ``changed`` fires whenever a
+  run ends or a slot is handed back, for sources that wait for room to claim more.
+* **A failing source.** Its runs outlive its loops for a moment: ``wind_down`` cancels
+  them (each runner interrupts its turn on the app-server, which may not be ours and
+  would otherwise go on) and waits a bounded time before the source's task group
+  cancels what is left.
+* **The runner-raised guard.** ``call_runner`` turns an exception from the runner
+  (which promises not to raise) into a ``failed`` ``internal_error`` result, so one
+  task fails and neither its source nor the daemon does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from boss_agent.daemon.slots import Slots
+from boss_agent.redact import sanitize_text
+from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
+
+logger = logging.getLogger(__name__)
+
+CANCELLED = "cancelled"  # the reason of a cancel that gave none
+SOURCE_FAILED = "source_restart"  # the reason of a cancel because the task's source failed
+WIND_DOWN_S = 10.0  # a failing source's runners get this long to interrupt their turns
+
+Key = tuple[str, str]  # (source name, task id): ids of different sources never collide
+
+
+@dataclass(eq=False)
+class Run:
+    """One task in flight: its cancel signal and its hold on a device slot."""
+
+    source: str
+    task_id: str
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    force: asyncio.Event = field(default_factory=asyncio.Event)  # stop now, no grace
+    reason: str = ""
+    holds_slot: bool = False
+    suspended: bool = False
+    task: asyncio.Task[Any] | None = None  # the asyncio task running it, for ``abort``
+    owner: Any = None  # the source's own object for this run (the gateway's Execution)
+
+    @property
+    def key(self) -> Key:
+        return (self.source, self.task_id)
+
+    def request_cancel(self, reason: str = "", force: bool = False) -> None:
+        """Ask the runner to stop; the first reason given is the one reported."""
+        self.reason = self.reason or reason or CANCELLED
+        self.cancel.set()
+        if force:
+            self.force.set()
+
+
+class RunRegistry:
+    """The device's runs in flight, its slot budget, and the early cancels."""
+
+    def __init__(self, slots: Slots) -> None:
+        self.slots = slots
+        self._runs: dict[Key, Run] = {}
+        self._starting: set[Key] = set()
+        self._early: dict[Key, tuple[str, bool]] = {}
+        self.changed = asyncio.Event()  # a run ended or a slot was handed back
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def __repr__(self) -> str:
+        return f"RunRegistry(runs={len(self._runs)}, starting={len(self._starting)}, {self.slots!r})"
+
+    # ------------------------------------------------------------------ queries
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(list(self._runs.values()))
+
+    def get(self, source: str, task_id: str) -> Run | None:
+        return self._runs.get((source, task_id))
+
+    def ids(self, source: str) -> list[str]:
+        return [run.task_id for run in self._runs.values() if run.source == source]
+
+    def count(self, source: str) -> int:
+        return sum(1 for run in self._runs.values() if run.source == source)
+
+    def is_starting(self, source: str, task_id: str) -> bool:
+        return (source, task_id) in self._starting
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def begin(self, source: str, task_id: str) -> None:
+        """The source read this task and is deciding whether to run it."""
+        self._starting.add((source, task_id))
+
+    def abandon(self, source: str, task_id: str) -> None:
+        """No run comes of a ``begin``: forget it and any cancel that waited for it."""
+        self._starting.discard((source, task_id))
+        self._early.pop((source, task_id), None)
+
+    def register(self, run: Run) -> Run:
+        """Track ``run``; a cancel that arrived while it was starting applies now."""
+        if run.key in self._runs:
+            raise ValueError(f"{run.source} task {run.task_id} is already running")
+        self._runs[run.key] = run
+        self._idle.clear()
+        self._starting.discard(run.key)
+        if early := self._early.pop(run.key, None):
+            run.request_cancel(*early)
+        return run
+
+    def finish(self, run: Run) -> None:
+        """``run`` ended (any way at all): give its slot back and forget it."""
+        self.hand_back(run)
+        if self._runs.get(run.key) is run:
+            del self._runs[run.key]
+        self.changed.set()
+        if not self._runs:
+            self._idle.set()
+
+    # ------------------------------------------------------------------ slots
+
+    def hand_back(self, run: Run) -> None:
+        """Give ``run``'s slot back (it ended, or it waits for the user)."""
+        if run.holds_slot:
+            run.holds_slot = False
+            self.slots.release()
+            self.changed.set()
+
+    async def take_back(self, run: Run) -> None:
+        """Wait in line for a slot for ``run`` again (it resumes after the user answered)."""
+        if not run.holds_slot:
+            await self.slots.acquire()
+            run.holds_slot = True
+
+    # ------------------------------------------------------------------ cancel
+
+    def cancel(self, source: str, task_id: str, reason: str = "", force: bool = False) -> bool:
+        """Cancel a run, or remember the cancel for one that is starting. False: unknown."""
+        key = (source, task_id)
+        if run := self._runs.get(key):
+            logger.info("cancelling %s task %s", source, task_id)
+            run.request_cancel(reason, force)
+            return True
+        if key in self._starting:
+            self._early[key] = (reason, force)
+            return True
+        return False
+
+    def cancel_all(self, reason: str) -> None:
+        """Shutdown: every runner interrupts its turn and reports ``cancelled``."""
+        for run in self._runs.values():
+            run.request_cancel(reason)
+
+    def abort(self) -> None:
+        """Cancel the runs' asyncio tasks outright (the runners ignored ``cancel_all``)."""
+        for run in self._runs.values():
+            if run.task is not None:
+                run.task.cancel()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def wind_down(self, source: str, reason: str, timeout_s: float) -> None:
+        """``source`` failed: cancel its runs and give them ``timeout_s`` to end."""
+        for run in self._runs.values():
+            if run.source == source:
+                run.request_cancel(reason)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self.count(source):
+                    self.changed.clear()
+                    await self.changed.wait()
+
+    # ------------------------------------------------------------------ the runner
+
+    @staticmethod
+    async def call_runner(runner: TaskRunner, task: Task, sink: TaskSink,
+                          cancel: asyncio.Event) -> TaskResult:
+        """``runner.run``, with an exception from it turned into a ``failed`` result."""
+        try:
+            return await runner.run(task, sink, cancel)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
+            logger.exception("the runner raised on task %s", task.task_id)
+            return TaskResult(status="failed", error_code="internal_error",
+                              error_message=sanitize_text(exc.__class__.__name__, limit=200))

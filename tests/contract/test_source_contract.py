@@ -1,0 +1,232 @@
+"""One contract, two task sources: the Boss HTTP source and the Redis gateway.
+
+Every test runs once per source against the same daemon, the real runner and a real
+``codex app-server`` that the daemon does NOT own: the test starts the listener
+itself (``--listen ws://127.0.0.1:PORT``) and points ``codex.app_server_url`` at it,
+so killing or restarting the daemon leaves codex running, as with a shared
+app-server. The scripted model is the witness on the far side: a turn interrupted on
+the app-server closes its model stream (``stream_end == "peer_closed"``).
+
+The contract: a task from the source runs on codex and its result is delivered
+once; the same task delivered again while it runs is not run twice; a cancel from
+the source interrupts the turn and ends the task ``cancelled``; a daemon shutdown
+interrupts a running turn on the app-server and ends the task ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from boss_agent.controlplane import ControlPlane
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.demo import scripted_model as sm
+from boss_agent.lifecycles import TERMINAL
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.gateway import keys
+from tests.conftest import RedisProcess
+from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.gateway import (
+    AGENT,
+    read_events,
+    record_of,
+    sdk_client,
+    sdk_redis,
+    wait_until,
+)
+from tests.support.runner import poll
+
+pytestmark = [pytest.mark.codex, pytest.mark.redis]
+
+FAST = RetryPolicy.fast()
+TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
+SESSION = "contract"
+
+
+@dataclass
+class Outcome:
+    status: str
+    text: str | None
+    deliveries: int  # how many times the source saw the result (must be 1)
+
+
+class BossSide:
+    """Tasks submitted to the embedded control plane; results read back from it."""
+
+    name = "boss"
+
+    def __init__(self, cp: ControlPlane, proxy: FaultProxy) -> None:
+        self.cp, self.proxy = cp, proxy
+
+    async def submit(self, prompt: str, workdir: Path, key: str) -> str:
+        return self.cp.submit_task(prompt, workdir=str(workdir))
+
+    async def cancel(self, key: str) -> None:
+        self.cp.cancel_task(key)  # travels to the device in the next heartbeat answer
+
+    async def redeliver(self, key: str) -> None:
+        """The server hands the running task out again (a retried claim answer)."""
+        view = self.cp.task(key)
+        self.proxy.inject_claim([{**view["task"], "taskId": key, "attempt": view["attempt"]}])
+        await self.proxy.wait_for(lambda: not self.proxy.claim_injections)
+        handed = len(self.proxy.requests("/tasks/claim"))
+        # One claim at a time: the next claim recorded was sent after the answer was handled.
+        await self.proxy.wait_for(lambda: len(self.proxy.requests("/tasks/claim")) > handed)
+
+    async def outcome(self, key: str) -> Outcome:
+        await self.proxy.wait_for(lambda: self.cp.task(key)["status"] in TERMINAL, timeout=60)
+        result = self.cp.task(key)["result"]
+        posts = [s for s in self.proxy.requests(f"/{key}/complete") if s.status < 300]
+        return Outcome(result["status"], result.get("resultText"), len(posts))
+
+
+class GatewaySide:
+    """Tasks asked with the by-framework SDK on a real redis-server; events read back."""
+
+    name = "gateway"
+
+    def __init__(self, redis_url: str) -> None:
+        self.redis = sdk_redis(redis_url)
+        self.client = sdk_client(self.redis)
+
+    async def submit(self, prompt: str, workdir: Path, key: str) -> str:
+        response = await self.client.send_message(
+            AGENT, SESSION, prompt, message_id=key, trace_id="trace-1",
+            extra_payload={"intentCategory": "conversation_reply", "workdir": str(workdir)})
+        assert response.success, response.error
+        return key
+
+    async def cancel(self, key: str) -> None:
+        assert (await self.client.cancel_task(key, SESSION, reason="user stop")).success
+
+    async def redeliver(self, key: str) -> None:
+        """The stream carries the running task's ASK again (a duplicate entry)."""
+        stream = keys.agent_type_stream(AGENT)
+        entries = await self.redis.xrange(stream)
+        ask = next(fields for _, fields in entries if key in fields["data"])
+        await self.redis.xadd(stream, ask)
+        # Read and acked (a skip), while the first entry stays pending until the task ends.
+        await wait_until(lambda: self._only_first_pending(stream))
+
+    async def _only_first_pending(self, stream: str) -> bool:
+        group = (await self.redis.xinfo_groups(stream))[0]
+        return group["lag"] == 0 and group["pending"] == 1
+
+    async def outcome(self, key: str) -> Outcome:
+        events = await read_events(self.redis, SESSION, key, timeout=60)
+        record = await record_of(self.redis, SESSION, key)
+        final = [e for e in events if e.event_type == "finalAnswer"]
+        text = final[0].data["choices"][0]["delta"]["content"] if final else None
+        ends = [e for e in events if e.event_type == "appStreamResponse"]
+        return Outcome(str(record.get("status", "")).lower(), text, len(ends))
+
+
+@dataclass
+class World:
+    side: BossSide | GatewaySide
+    daemon: Daemon
+    model: sm.ScriptedModel
+    workdir: Path
+
+
+@pytest.fixture(params=["boss", "gateway"])
+async def world(request: pytest.FixtureRequest, tmp_path: Path, codex_bin: str, codex_home: Path,
+                workdir: Path, scripted_model: sm.ScriptedModel,
+                redis_server: RedisProcess) -> AsyncIterator[World]:
+    listener = Listener(codex_bin, codex_home, [])
+    try:
+        await listener.ready()
+        async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
+            proxy.heartbeat_interval_ms = 1000  # a Boss cancel rides the next heartbeat
+            gateway = request.param == "gateway"
+            config = make_config(tmp_path, proxy.url, codex__bin=codex_bin,
+                                 codex__app_server_transport="ws",
+                                 codex__app_server_url=listener.url,
+                                 gateway__enabled=gateway, gateway__redis_url=redis_server.url,
+                                 gateway__agent_types=[AGENT])
+            await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+            daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
+                            retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
+            side = GatewaySide(redis_server.url) if gateway else BossSide(cp, proxy)
+            async with _running(daemon):
+                yield World(side, daemon, scripted_model, workdir)
+            if isinstance(side, GatewaySide):
+                await side.redis.aclose()
+    finally:
+        listener.stop()
+
+
+@contextlib.asynccontextmanager
+async def _running(daemon: Daemon) -> AsyncIterator[None]:
+    ready = asyncio.Event()
+    job = asyncio.create_task(daemon.run(ready))
+    try:
+        async with asyncio.timeout(60):
+            await ready.wait()
+        yield
+    finally:
+        if not daemon.shutdown.stopping.is_set():
+            daemon.request_stop()
+        async with asyncio.timeout(WAIT_S):
+            await job
+
+
+async def _hung_turn(world: World, key: str) -> str:
+    """Start a task whose model stream hangs mid-turn; return the source's key once it does."""
+    world.model.enqueue(sm.hang(sm.message("working on it", ["working ", "on it"])))
+    key = await world.side.submit("take your time", world.workdir, key)
+    await asyncio.to_thread(world.model.wait_for_requests, 1, WAIT_S)
+    return key
+
+
+async def _turn_ended(model: sm.ScriptedModel) -> str:
+    """How the hung model stream ended, waiting up to TURN_END_S for codex to end it."""
+    return await poll(lambda: model.requests[0].stream_end != "pending" and model.requests[0].stream_end, TURN_END_S)
+
+
+async def test_a_task_runs_on_codex_and_its_result_is_delivered_once(world: World) -> None:
+    world.model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
+    key = await world.side.submit("say hello", world.workdir, "msg-run")
+    outcome = await world.side.outcome(key)
+    assert (outcome.status, outcome.text) == ("completed", "Hello world!")
+    assert outcome.deliveries == 1
+    assert "say hello" in world.model.requests[0].input_texts()
+
+
+async def test_a_task_delivered_again_while_it_runs_runs_one_turn_and_reports_once(
+    world: World,
+) -> None:
+    key = await _hung_turn(world, "msg-twice")
+    await world.side.redeliver(key)
+    world.model.release()
+    outcome = await world.side.outcome(key)
+    assert (outcome.status, outcome.deliveries) == ("completed", 1)
+    assert len(world.model.requests) == 1  # one model request: the turn ran once
+
+
+async def test_a_cancel_from_the_source_interrupts_the_turn_and_ends_the_task_cancelled(
+    world: World,
+) -> None:
+    key = await _hung_turn(world, "msg-cancel")
+    await world.side.cancel(key)
+    outcome = await world.side.outcome(key)
+    assert outcome.status == "cancelled" and outcome.deliveries == 1
+    assert await _turn_ended(world.model) == "peer_closed"
+
+
+async def test_shutdown_interrupts_a_running_turn_on_an_app_server_the_daemon_does_not_own(
+    world: World,
+) -> None:
+    key = await _hung_turn(world, "msg-stop")
+    world.daemon.request_stop()
+    outcome = await world.side.outcome(key)
+    assert outcome.status == "cancelled" and outcome.deliveries == 1
+    # The listener outlives the daemon: only a turn/interrupt ends the model stream.
+    assert await _turn_ended(world.model) == "peer_closed"

@@ -1,0 +1,77 @@
+"""The RunRegistry on its own: early cancels, slot hand-back, idle, the runner guard.
+
+Pure asyncio, no peers: the registry is bookkeeping. The same behaviour is driven end
+to end through both sources in tests/contract/test_source_contract.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from boss_agent.daemon.slots import Slots
+from boss_agent.sources.inflight import Run, RunRegistry
+from boss_agent.tasks import Task, TaskResult, TaskSink
+
+BOUND_S = 5.0
+
+
+async def test_a_cancel_for_a_starting_task_applies_the_moment_its_run_registers() -> None:
+    runs = RunRegistry(Slots(1))
+    runs.begin("gateway", "m1")
+    assert runs.cancel("gateway", "m1", "user stop", True)
+    run = runs.register(Run("gateway", "m1"))
+    assert run.cancel.is_set() and run.force.is_set() and run.reason == "user stop"
+    assert not runs.is_starting("gateway", "m1")
+
+
+async def test_an_abandoned_start_forgets_its_early_cancel_and_unknown_ids_are_not_cancelled() -> None:
+    runs = RunRegistry(Slots(1))
+    runs.begin("gateway", "m1")
+    runs.cancel("gateway", "m1")
+    runs.abandon("gateway", "m1")
+    assert not runs.register(Run("gateway", "m1")).cancel.is_set()
+    assert not runs.cancel("boss", "m1")  # same id, other source: a different task
+
+
+async def test_a_suspended_run_hands_its_slot_back_and_waits_in_line_to_resume() -> None:
+    runs = RunRegistry(Slots(1))
+    assert runs.slots.try_acquire()
+    first = runs.register(Run("gateway", "m1", holds_slot=True))
+    runs.hand_back(first)  # waiting for the user
+    assert runs.slots.try_acquire()
+    second = runs.register(Run("boss", "t1", holds_slot=True))
+    resume = asyncio.create_task(runs.take_back(first))
+    await asyncio.sleep(0)
+    assert not resume.done() and runs.slots.waiting == 1
+    runs.finish(second)
+    async with asyncio.timeout(BOUND_S):
+        await resume
+    assert first.holds_slot and runs.slots.used == 1
+    runs.finish(first)
+    assert runs.slots.used == 0 and len(runs) == 0
+
+
+async def test_wait_idle_returns_once_the_last_run_of_any_source_finishes() -> None:
+    runs = RunRegistry(Slots(2))
+    a, b = runs.register(Run("boss", "t1")), runs.register(Run("gateway", "m1"))
+    idle = asyncio.create_task(runs.wait_idle())
+    runs.cancel_all("worker_shutdown")
+    assert a.reason == b.reason == "worker_shutdown"
+    runs.finish(a)
+    await asyncio.sleep(0)
+    assert not idle.done() and runs.ids("gateway") == ["m1"]
+    runs.finish(b)
+    async with asyncio.timeout(BOUND_S):
+        await idle
+
+
+class RaisingRunner:
+    async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        raise RuntimeError("a bug in the runner, /home/someone/secret")
+
+
+async def test_a_runner_that_raises_becomes_a_failed_internal_error_result() -> None:
+    result = await RunRegistry.call_runner(RaisingRunner(), Task("t1", "hi"), None,  # type: ignore[arg-type]
+                                           asyncio.Event())
+    assert (result.status, result.error_code) == ("failed", "internal_error")
+    assert result.error_message == "RuntimeError"  # the class name only, never the message
