@@ -410,7 +410,7 @@ def reasoning_text(card: Card) -> str:
     (the same hold-back as the answer: a secret never leaves in pieces)."""
     assert card.reasoningSummary is not None
     text = card.reasoningSummary.text
-    if card.reasoningSummary.status == "inProgress" and card.status not in FINISHED:
+    if card.reasoningSummary.status == "inProgress" and card.status not in TERMINAL:
         text = settled_prefix(text)
     return _clean(text, card.workdir, REASONING_CHARS)
 
