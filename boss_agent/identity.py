@@ -84,12 +84,18 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.chmod(tmp, mode)  # O_CREAT's mode is filtered by the umask
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:  # a nearly full disk takes a short write before it says ENOSPC
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, mode)  # O_CREAT's mode is filtered by the umask
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half-written temp file only eats more of the disk
+        raise
     # The rename is durable only once the directory entry is on disk.
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:

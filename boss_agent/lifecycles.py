@@ -56,6 +56,7 @@ class SupervisorState(StrEnum):
 
 class DaemonPhase(StrEnum):
     STARTING = "starting"
+    WAITING_FOR_PAIRING = "waiting for pairing"
     RUNNING = "running"
     STOPPING = "stopping"
     STOPPED = "stopped"
@@ -140,7 +141,8 @@ SUPERVISOR = Lifecycle("app-server supervisor", SupervisorState, {
 
 _D = DaemonPhase
 DAEMON = Lifecycle("daemon phase", DaemonPhase, {
-    _D.STARTING: _to(_D.RUNNING, _D.STOPPED),  # a start that fails goes straight to stopped
+    _D.STARTING: _to(_D.WAITING_FOR_PAIRING, _D.RUNNING, _D.STOPPED),  # a failed start: stopped
+    _D.WAITING_FOR_PAIRING: _to(_D.RUNNING, _D.STOPPED),  # paired, or stopped while waiting
     _D.RUNNING: _to(_D.STOPPING, _D.STOPPED),  # stopped without a drain: the task group failed
     _D.STOPPING: _to(_D.STOPPED),
     _D.STOPPED: _to(),

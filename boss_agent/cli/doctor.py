@@ -65,6 +65,22 @@ def _home(text: str) -> str:
 # ----------------------------------------------------------------- local checks
 
 
+def check_daemon(config: Config) -> Check:
+    """What the running daemon reports about trouble from outside: no pairing, a full disk."""
+    from boss_agent.daemon.statefile import read_state, status_snapshot
+
+    snap = status_snapshot(config.state_dir)
+    if not snap["running"]:
+        return _check("daemon", "ok", "not running")
+    state = read_state(config.state_dir) or {}
+    if state.get("state") == "waiting for pairing":
+        return _check("daemon", "warn", "waiting for pairing", PAIR_FIX)
+    if state.get("spool_degraded"):
+        return _check("daemon", "warn", "spool degraded: the disk refuses writes, results wait "
+                      "in memory", f"free disk space under {config.state_dir}")
+    return _check("daemon", "ok", f"running (pid {snap['daemon_pid']})")
+
+
 def check_codex(config: Config) -> Check:
     try:
         version = codex_version(find_codex(config.codex.bin))
@@ -323,5 +339,6 @@ def run_checks(config_path: str | Path | None) -> list[Check]:
     results.append(codex)
     results += asyncio.run(_network_checks(config, codex["result"] != "fail"))
     results.append(_safely("state dir", lambda: check_state_dir(config)))
+    results.append(_safely("daemon", lambda: check_daemon(config)))
     results.append(_safely("service", lambda: check_service(config)))
     return results

@@ -103,6 +103,14 @@ def _local_device_id(state_dir: Path) -> str | None:
         return None
 
 
+def daemon_health(state: dict[str, Any]) -> dict[str, Any]:
+    """What the running daemon counts about trouble from outside (a full disk)."""
+    health: dict[str, Any] = {}
+    if state.get("spool_degraded"):
+        health["spool"] = "degraded: the disk refuses writes; results wait in memory"
+    return health
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -133,7 +141,9 @@ def collect_status(config: Config) -> dict[str, Any]:
         "lastHeartbeatAgeS": _round(snap["last_heartbeat_age_s"]),
         "lastHeartbeatResult": state.get("last_heartbeat_result"),
     }
-    if not snap["running"]:
+    if snap["running"]:
+        data.update(daemon_health(state))
+    else:
         # Tasks a dead daemon left in its journal; the next start reports them failed.
         data["unfinishedTasks"] = count_records(state_dir, RUNNING_DIR)
     if identity_error:

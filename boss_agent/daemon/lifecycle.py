@@ -84,13 +84,22 @@ class InstanceLock:
             raise StateError(f"cannot open the lock file in {self.path.parent}: {exc.strerror}") from exc
         try:
             self._lock(fd)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            self._record_pid(fd)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
         logger.debug("instance lock acquired: %s", self.path)
+
+    def _record_pid(self, fd: int) -> None:
+        pid = f"{os.getpid()}\n".encode("ascii")
+        try:
+            # Over the old pid, then cut: the file keeps its block, so a full disk still
+            # takes it. The lock is what counts; a missing pid only hides us from status.
+            os.pwrite(fd, pid, 0)
+            os.ftruncate(fd, len(pid))
+        except OSError as exc:
+            logger.warning("cannot record our pid in %s (%s)", self.path, exc.strerror)
 
     def _lock(self, fd: int) -> None:
         for attempt in range(LOCK_RETRIES):

@@ -1,6 +1,7 @@
 """The Daemon: owns the one task group every long-lived piece of boss-agent runs in.
 
-``Daemon.run`` takes the state dir's single-instance lock, starts the codex
+``Daemon.run`` takes the state dir's single-instance lock, waits for pairing when
+the device has no usable identity (``pairing_wait``), starts the codex
 app-server (unless a runner was injected), the capability refresh loop, its task
 sources — the Boss source (journal recovery, heartbeat, claim, spool flusher, task
 runs) and, when configured, the Redis gateway — each under a ``SourceSupervisor``
@@ -46,6 +47,7 @@ from boss_agent.daemon.lifecycle import (
     Watchdog,
     sd_notify,
 )
+from boss_agent.daemon.pairing_wait import wait_for_identity
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.daemon.slots import Slots
 from boss_agent.daemon.supervise import SourceSupervisor
@@ -190,6 +192,7 @@ class Daemon:
                 "server_url": source.identity.server_url, "device_id": source.identity.device_id,
                 "running_task_ids": source.runs.running_ids(),
                 "spooled_reports": len(source.spool),
+                "spool_degraded": source.spool_degraded,
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
@@ -213,15 +216,18 @@ class Daemon:
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         state_dir = ensure_state_dir(self.config.state_dir)
-        identity = load_identity(state_dir)
         gateway_only = self.config.gateway.enabled and not self.config.server_url
-        if identity is None and not gateway_only:
-            raise StateError("this device is not paired: run `boss-agent pair CODE --server URL` "
-                             "(or enable the gateway without server.url for a Redis-only device)")
-        if identity is not None:
-            check_server_url(identity.server_url, self.config.allow_insecure_http)
         with InstanceLock(state_dir), self.shutdown:
             try:
+                if gateway_only:  # a Redis-only device needs no pairing
+                    identity = load_identity(state_dir)
+                else:
+                    identity = await wait_for_identity(state_dir, self.shutdown.stopping,
+                                                       self._waiting_for_pairing)
+                    if identity is None:
+                        return  # stopped before anyone paired this device
+                if identity is not None:
+                    check_server_url(identity.server_url, self.config.allow_insecure_http)
                 async with contextlib.AsyncExitStack() as stack:
                     if self.runner is None:
                         await self._start_codex(stack)
@@ -229,6 +235,10 @@ class Daemon:
             finally:
                 self._enter(DaemonPhase.STOPPED)
                 self.write_state()
+
+    def _waiting_for_pairing(self) -> None:
+        self._enter(DaemonPhase.WAITING_FOR_PAIRING)
+        self.write_state()
 
     async def _start_codex(self, stack: contextlib.AsyncExitStack) -> None:
         from boss_agent.appserver.client import AppServer

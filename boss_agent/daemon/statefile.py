@@ -12,6 +12,7 @@ credentials in it is masked), so no token can land here by accident.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -46,7 +47,7 @@ STATE_KEYS: Mapping[str, str] = {
     "spooled_reports": "completion reports waiting in the spool (a count)",
     "last_heartbeat_at": "when the last heartbeat was sent",
     "last_heartbeat_result": "ok, or a short sanitized error",
-    "state": "starting, running, stopping",
+    "state": "starting, waiting for pairing, running, stopping",
     "gateway_worker_id": "the Redis gateway's worker id (when the gateway is enabled)",
     "gateway_connected": "true while Redis answers the gateway",
     "gateway_group": "the consumer group the gateway reads with",
@@ -56,6 +57,7 @@ STATE_KEYS: Mapping[str, str] = {
     "gateway_forwarded": "tasks forwarded to the worker holding their thread or project (a count)",
     "gateway_threads": "Codex threads this worker holds for the fleet (a count)",
     "gateway_projects": "project ids this worker advertises (a list)",
+    "spool_degraded": "true while the disk refuses spool writes (results wait in memory)",
 }
 # Times shown by `status` as ages in seconds, under these names.
 _AGES = {
@@ -89,21 +91,42 @@ def write_state(state_dir: Path, state: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown state key {unknown[0]!r}")
     data = {"pid": os.getpid(), **{k: _clean(v) for k, v in state.items()}, "updated_at": utc_now()}
     directory = Path(state_dir)
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         # mkstemp creates the file 0600, so the state is never readable by others.
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, sort_keys=True)
-                handle.write("\n")
+                handle.write(text)
             os.replace(tmp, directory / STATE_FILE)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise StateError(f"cannot write {directory / STATE_FILE}: {exc.strerror}") from exc
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not _overwrite(directory / STATE_FILE, text):
+            raise StateError(f"cannot write {directory / STATE_FILE}: {exc.strerror}") from exc
     return data
+
+
+def _overwrite(path: Path, text: str) -> bool:
+    """On a full disk, rewrite the existing file in place: the blocks it already has
+    hold the new state (a reader may then see a torn file once and ignores it), so
+    status can still say why the daemon is degraded."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    data = text.encode()
+    try:
+        if os.write(fd, data) != len(data):  # no new block: the state is about as long as before
+            return False
+        os.ftruncate(fd, len(data))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def read_state(state_dir: Path) -> dict[str, Any] | None:

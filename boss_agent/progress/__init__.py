@@ -1,6 +1,7 @@
 """The execution progress card (``executionProgress``): what a task is doing, safely.
 
 * ``card``          the immutable, allow-listed card and its one sanitizing serializer
+* ``answer``        the streamed answer kept bounded and previewed from its tail
 * ``reducer``       ``reduce(card, message)``: the method table over codex's protocol
 * ``items``         ThreadItem types; ``notifications`` thread/account/model events
 * ``approval_card`` ``describe_approval`` and the approval entries

@@ -26,7 +26,8 @@ from boss_agent.progress import boss_events
 
 from boss_agent.progress import approval_card as approvals
 from boss_agent.progress import notifications as n
-from boss_agent.progress.card import Card, Reasoning, Step, final_answer, grow_answer, key_of
+from boss_agent.progress.answer import grow_answer
+from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
 from boss_agent.progress.items import ITEMS, add_changes, close_open_items
 

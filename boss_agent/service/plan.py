@@ -30,7 +30,8 @@ from pathlib import Path
 import boss_agent
 from boss_agent.codexbin import find_codex
 from boss_agent.config import Config
-from boss_agent.errors import AppServerUnavailable, ServiceError
+from boss_agent.errors import AppServerUnavailable, ServiceError, StateError
+from boss_agent.identity import load_identity
 from boss_agent.redact import mask_secrets
 from boss_agent.service import units
 from boss_agent.service.manager import Host, lingering_enabled, service_file
@@ -200,6 +201,7 @@ def plan_install(
     """Files to write and commands to run for ``service install``; changes nothing."""
     host = host or Host.current(platform)
     spec, warnings = service_spec(config, host, system=system)
+    warnings.extend(_pairing_warning(config.state_dir))
     path = service_file(host, system=system)
     if host.platform == "linux":
         steps = _systemd_install(path, spec, system)
@@ -208,6 +210,16 @@ def plan_install(
     else:
         steps = _launchd_install(path, spec, host, system)
     return InstallPlan("install", host.platform, system, path, tuple(steps), tuple(warnings))
+
+
+def _pairing_warning(state_dir: Path) -> list[str]:
+    """The service waits for pairing rather than failing; say so before it is installed."""
+    then = "the service will wait until you run `boss-agent pair CODE --server URL`"
+    try:
+        paired = load_identity(state_dir) is not None
+    except StateError:
+        return [f"the device identity in {state_dir} is damaged: {then}"]
+    return [] if paired else [f"this device is not paired yet: {then}"]
 
 
 def plan_uninstall(

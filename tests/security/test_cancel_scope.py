@@ -80,16 +80,17 @@ async def test_cancelling_one_task_leaves_the_other_task_s_command_in_the_same_w
             await poll(lambda: _sleep(second) and len(scripted_model.requests) >= 4)
             cancel_first.set()
             assert (await one).status == "cancelled"
-            assert _sleep(first) == []
+            # SIGKILL is sent before the result; the kernel ends the process soon after.
+            await poll(lambda: _sleep(first) == [])
             assert _sleep(second), "the other task's command was killed"
             cancel_second.set()
         scripted_model.release()
         assert two.result().status == "cancelled"
-        assert _sleep(second) == []
+        await poll(lambda: _sleep(second) == [])
 
 
 async def _cancel_background_sleep(config: Any, codex_home: Path, model: sm.ScriptedModel,
-                                   marker: str) -> list[psutil.Process]:
+                                   marker: str, *, ended: bool) -> list[psutil.Process]:
     """Run a turn that leaves ``sleep marker`` in the background, cancel it; its sleepers."""
     _background_sleep_turn(model, marker)
     cancel = asyncio.Event()
@@ -104,6 +105,8 @@ async def _cancel_background_sleep(config: Any, codex_home: Path, model: sm.Scri
         assert result.status == "cancelled"
         model.release()
         # Checked while connected: codex ends a thread's commands when its client leaves.
+        if ended:  # SIGKILL is sent before the result; the kernel ends the process soon after
+            await poll(lambda: not [proc for proc in sleepers if _alive(proc)])
         return [proc for proc in sleepers if _alive(proc)]
 
 
@@ -112,7 +115,7 @@ async def test_our_own_app_server_s_reported_command_is_ended_on_cancel(
         reaper: list[str]) -> None:
     reaper.append("31.5555")
     config = make_config(tmp_path, codex_bin)
-    assert await _cancel_background_sleep(config, codex_home, scripted_model, "31.5555") == []
+    assert await _cancel_background_sleep(config, codex_home, scripted_model, "31.5555", ended=True) == []
 
 
 async def test_commands_of_an_app_server_that_is_not_our_child_are_never_killed_here(
@@ -124,7 +127,7 @@ async def test_commands_of_an_app_server_that_is_not_our_child_are_never_killed_
         await listener.ready()
         config = make_config(tmp_path, codex_bin, **{"codex.app_server_transport": "ws",
                                                      "codex.app_server_url": listener.url})
-        alive = await _cancel_background_sleep(config, codex_home, scripted_model, "31.3333")
+        alive = await _cancel_background_sleep(config, codex_home, scripted_model, "31.3333", ended=False)
         # A server we did not start may be another machine's: its processes are not ours to kill.
         assert alive, "a command of a remote app-server was killed here"
     finally:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -76,20 +76,27 @@ class ScriptRunner:
         return TaskResult("completed", result_text=rest)
 
 
+async def start_until_ready(run: Callable[[asyncio.Event], Awaitable[None]],
+                            what: str) -> asyncio.Task[None]:
+    """Start ``run(ready)`` as a task and return it once ready; raise its start-up error."""
+    ready = asyncio.Event()
+    task = asyncio.create_task(run(ready))
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiter}, timeout=WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if task.done():
+        task.result()  # raises the start-up error
+    assert ready.is_set(), f"{what} did not become ready"
+    return task
+
+
 @contextlib.asynccontextmanager
 async def running_gateway(redis_url: str, runner: Any, worker_id: str = "w1", *,
                           max_concurrent: int = 4, agent_types: tuple[str, ...] = (AGENT,),
                           ) -> AsyncIterator[Gateway]:
     gateway = Gateway(gateway_config(redis_url, agent_types), runner, worker_id=worker_id,
                       max_concurrent=max_concurrent, timing=FAST, retry=FAST_POLICY)
-    ready = asyncio.Event()
-    task = asyncio.create_task(gateway.run(ready))
-    waiter = asyncio.create_task(ready.wait())
-    await asyncio.wait({task, waiter}, timeout=WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-    waiter.cancel()
-    if task.done():
-        task.result()  # raises the start-up error
-    assert ready.is_set(), "gateway did not become ready"
+    task = await start_until_ready(gateway.run, "gateway")
     try:
         yield gateway
     finally:

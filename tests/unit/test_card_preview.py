@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from boss_agent.progress.card import ANSWER_PREVIEW_CHARS, clean_answer
+from boss_agent.progress.answer import clean_answer
+from boss_agent.progress.card import ANSWER_PREVIEW_CHARS
 
 FILLER = "word " * 400  # longer than the preview window
 
@@ -48,10 +49,10 @@ def test_a_secret_streamed_in_pieces_is_never_shown_half_arrived() -> None:
 
 
 def test_an_answer_on_one_long_line_is_sanitized_from_a_short_window() -> None:
-    from boss_agent.progress.card import PREVIEW_CONTEXT, _tail_window
+    from boss_agent.progress.answer import PREVIEW_CONTEXT, tail_window
 
     text = "w " * 100_000  # 200,000 chars and not one newline: a model streaming a wall of words
-    window = _tail_window(text, ANSWER_PREVIEW_CHARS)
+    window = tail_window(text, ANSWER_PREVIEW_CHARS)
     assert len(window) <= ANSWER_PREVIEW_CHARS + PREVIEW_CONTEXT
     assert text.endswith(window) and window.startswith("w")
 
@@ -61,13 +62,14 @@ def test_a_private_key_block_open_before_the_window_is_sanitized_whole() -> None
     shown = preview("Here it is:\n" + key + "\nkeep it safe")
     assert "b3BlbnNzaC1rZXk" not in shown and shown.endswith("keep it safe")
     # Merely naming a private key no longer makes every upload sanitize the whole answer.
-    from boss_agent.progress.card import PREVIEW_CONTEXT, _tail_window
+    from boss_agent.progress.answer import PREVIEW_CONTEXT, tail_window
     talk = "about the private key rotation " * 2000
-    assert len(_tail_window(talk, ANSWER_PREVIEW_CHARS)) <= ANSWER_PREVIEW_CHARS + PREVIEW_CONTEXT
+    assert len(tail_window(talk, ANSWER_PREVIEW_CHARS)) <= ANSWER_PREVIEW_CHARS + PREVIEW_CONTEXT
 
 
 def test_the_streamed_answer_the_card_keeps_is_bounded_and_its_tail_exact() -> None:
-    from boss_agent.progress.card import ANSWER_KEEP_CHARS, new_card
+    from boss_agent.progress.answer import ANSWER_KEEP_CHARS
+    from boss_agent.progress.card import new_card
     from boss_agent.progress.reducer import reduce
 
     card = new_card()
@@ -82,7 +84,7 @@ def test_the_streamed_answer_the_card_keeps_is_bounded_and_its_tail_exact() -> N
 
 
 def test_a_secret_straddling_the_dropped_head_is_dropped_whole() -> None:
-    from boss_agent.progress.card import ANSWER_KEEP_CHARS, ANSWER_KEPT_AFTER_CUT, grow_answer
+    from boss_agent.progress.answer import ANSWER_KEEP_CHARS, ANSWER_KEPT_AFTER_CUT, grow_answer
 
     secret = "sk-" + "A1b2C3d4" * 8
     head, rest = "x " * 5000, " and the rest "

@@ -264,3 +264,18 @@ def test_the_logs_command_prints_the_rendered_log(config):
     result = CliRunner().invoke(app, ["logs", "--config", str(config.config_path)])
     assert result.exit_code == 0, result.output
     assert result.output == "t INFO    boss_agent.d: claimed a task\n"
+
+
+def test_install_warns_when_the_device_is_not_paired_and_not_once_it_is(config, host):
+    from boss_agent.identity import Identity, save_identity
+
+    plan = plan_install(config, system=False, host=host)
+    assert any("not paired" in w and "boss-agent pair" in w for w in plan.warnings)
+    (config.state_dir).mkdir(parents=True, exist_ok=True)
+    (config.state_dir / "device.json").write_text("{damaged")
+    (config.state_dir / "device_token").write_text("tok")
+    plan = plan_install(config, system=False, host=host)
+    assert any("damaged" in w and "boss-agent pair" in w for w in plan.warnings)
+    save_identity(config.state_dir, Identity("http://127.0.0.1:9", "dev_1", "tok"))
+    plan = plan_install(config, system=False, host=host)
+    assert not any("pair" in w for w in plan.warnings)

@@ -36,7 +36,7 @@ from boss_agent.sources.boss.heartbeat import (
 )
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import SOURCE, TaskRuns
-from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
+from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal, keep_written
 from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
 
@@ -100,6 +100,11 @@ class BossSource:
         self.authorized.clear()
         self.revoked.set()
 
+    @property
+    def spool_degraded(self) -> bool:
+        """The disk refused a spool or journal write; those records wait in memory."""
+        return self.spool.degraded or self.journal.degraded
+
     def state(self) -> str:
         if self.draining:
             return "draining"
@@ -116,6 +121,7 @@ class BossSource:
         return {"paired": self.paired, "serverUrl": self.identity.server_url,
                 "deviceId": self.identity.device_id, "state": self.state(),
                 "runningTaskIds": self.runs.running_ids(), "spooledReports": len(self.spool),
+                "spoolDegraded": self.spool_degraded,
                 "lastHeartbeat": self.heartbeat.last}
 
     # ----------------------------------------------------------------- loops
@@ -143,6 +149,7 @@ class BossSource:
             self._claim,
             tg.create_task(self.heartbeat.run(self.authorized), name="boss heartbeat"),
             tg.create_task(self.flusher.run(self.authorized), name="boss spool"),
+            tg.create_task(keep_written(self.spool, self.journal), name="boss spool disk"),
             tg.create_task(self._repair_watch(), name="boss pairing watch"),
             tg.create_task(watch_clock(self.on_resume, wall=self.clock or time.time),
                            name="clock watch"),

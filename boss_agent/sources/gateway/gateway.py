@@ -38,6 +38,7 @@ with each lease refresh, ``requeue`` when a read ASK finds no slot.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from typing import Any, cast
 
@@ -76,7 +77,9 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0  # a Redis that does not accept a connection in 5 s is down
 SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus slack is a hang
 CONTROL_BATCH = 16  # control commands are small and quick; read several at once
-RECOVER_BATCH = 100  # own pending entries read per round at start
+RECOVER_BATCH = 100  # pending entries read per page (own at start, others' in reclaim)
+RECLAIM_PAGES = 10  # pages a reclaim round looks at per stream; the cursor resumes next round
+LEASE_SLACK_S = 1.0  # past the TTL, Redis has expired a lease nobody refreshed
 RELEASE_TIMEOUT_S = 3.0  # giving the lease back on exit must not hang a stopping daemon
 
 
@@ -107,6 +110,7 @@ class Gateway:
         self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
+        self._reclaim_cursor: dict[str, str] = {}  # stream -> where the next reclaim page starts
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
                                                config.projects, self._agent_streams)
@@ -156,7 +160,7 @@ class Gateway:
         presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
                                   self.timing.lease_ttl_s, self.fleet.record())
         try:
-            await self.shared.policy.call("lease", presence.acquire)
+            await self._acquire(presence)
             await self.shared.policy.call("fleet", self.fleet.start)
             await self.shared.policy.call("groups", self._ensure_groups)
             self._connected = True
@@ -192,6 +196,27 @@ class Gateway:
             raise
 
     # --- start and stop ---------------------------------------------------------------
+    async def _acquire(self, presence: WorkerPresence) -> None:
+        """Take the lease, waiting out one TTL when it is held.
+
+        A daemon restarted right after a SIGKILL finds its own predecessor's lease,
+        which nobody refreshes and which expires within one TTL; a live peer keeps
+        refreshing its lease, so after that wait the id is really taken.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timing.lease_ttl_s + LEASE_SLACK_S
+        for attempt in itertools.count():
+            try:
+                await self.shared.policy.call("lease", presence.acquire)
+                return
+            except DuplicateWorker:
+                if loop.time() >= deadline:
+                    raise
+                if attempt == 0:
+                    logger.warning("worker id %s still has a lease (a killed predecessor?); "
+                                   "waiting for it to expire", self.worker_id)
+                await asyncio.sleep(self.timing.heartbeat_s)
+
     async def _ensure_groups(self) -> None:
         for stream in (*self._agent_streams, self._control_stream):
             try:
@@ -228,7 +253,9 @@ class Gateway:
                     reply = await self.redis.xreadgroup(self.group, self.worker_id, streams,
                                                         count=count, block=block)
                 except ResponseError as exc:
-                    if "NOGROUP" not in str(exc):
+                    # UNBLOCKED: the stream was deleted while we were blocked on it
+                    # (FLUSHALL, a DEL from outside); the group went with it.
+                    if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
                         raise
                     logger.error("consumer group %s is missing (Redis restarted or stream "
                                  "deleted); recreating it", self.group)
@@ -281,14 +308,42 @@ class Gateway:
                 await self.shared.policy.call("reclaim", self._reclaim, stream)
 
     async def _reclaim(self, stream: str) -> None:
-        idle = self.timing.reclaim_idle_ms
-        pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
-            stream, self.group, min="-", max="+", count=RECOVER_BATCH, idle=idle))
-        owners = {p["consumer"].decode() for p in pending} - {self.worker_id}
-        dead = {o for o in owners if not await self.redis.exists(keys.worker_lease(o))}
-        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode() in dead]
+        try:
+            await self._reclaim_pages(stream)
+        except ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # Redis restarted without its data: nothing is pending, and the readers
+            # recreate the group on their next read.
+            self._reclaim_cursor.pop(stream, None)
+
+    async def _reclaim_pages(self, stream: str) -> None:
+        """Look at up to RECLAIM_PAGES pages of pending entries, resuming where the last
+        round stopped and wrapping at the end: bounded work per round, yet every entry
+        is seen, however many long-running tasks of live workers come before it."""
+        alive: dict[str, bool] = {}
+        for _ in range(RECLAIM_PAGES):
+            start = self._reclaim_cursor.get(stream, "-")
+            pending = cast(list[keys.PendingEntry], await self.redis.xpending_range(
+                stream, self.group, min=start, max="+", count=RECOVER_BATCH,
+                idle=self.timing.reclaim_idle_ms))
+            if len(pending) < RECOVER_BATCH:
+                self._reclaim_cursor[stream] = "-"  # the end: the next round starts over
+            else:  # exclusive start: the next page begins after the last one seen
+                self._reclaim_cursor[stream] = "(" + pending[-1]["message_id"].decode()
+            await self._claim_dead(stream, pending, alive)
+            if len(pending) < RECOVER_BATCH:
+                return
+
+    async def _claim_dead(self, stream: str, pending: list[keys.PendingEntry],
+                          alive: dict[str, bool]) -> None:
+        for owner in {p["consumer"].decode() for p in pending} - {self.worker_id} - set(alive):
+            alive[owner] = bool(await self.redis.exists(keys.worker_lease(owner)))
+        ids: list[StreamIdT] = [p["message_id"] for p in pending if p["consumer"].decode()
+                                != self.worker_id and not alive[p["consumer"].decode()]]
         if not ids:
             return
+        idle = self.timing.reclaim_idle_ms
         claimed = cast(keys.ClaimReply, await self.redis.xclaim(stream, self.group, self.worker_id, idle, ids))
         for eid, fields in claimed:
             self.shared.stats["reclaimed"] += 1
@@ -297,12 +352,17 @@ class Gateway:
 
     # --- dispatch ---------------------------------------------------------------------
     async def _dispatch(self, entry: Entry, fields: Any, *, slot_held: bool) -> None:
+        # Nothing an entry holds may escape from here: an exception would end the loop
+        # that read it, the gateway, and with it the daemon -- at every restart, since
+        # the entry stays pending. Any failure to parse is poison, acked and counted.
         try:
             command = wire.parse_command(fields or {})
-        except BadCommand as exc:
+        except Exception as exc:  # noqa: BLE001 - see above
             if slot_held:
                 self.shared.slots.release()
-            await self._guard(self._poison(entry, exc))
+            bad = exc if isinstance(exc, BadCommand) else BadCommand(
+                f"unparsable entry ({type(exc).__name__})")
+            await self._guard(self._poison(entry, bad))
             return
         if isinstance(command, wire.Ask):
             assert self._tg is not None
@@ -337,11 +397,14 @@ class Gateway:
         self.shared.stats["poison"] += 1
         logger.warning("poison entry on %s acked as failed: %s", entry.stream, exc)
         header = exc.header if isinstance(exc.header, wire.Header) else None
-        if header is None:
-            await self.shared.ack(entry)
-            return
-        await Reporter(self.shared, header, entry).finish("FAILED", code="invalid_command",
-                                                          message=str(exc))
+        if header is not None:
+            try:
+                await Reporter(self.shared, header, entry).finish(
+                    "FAILED", code="invalid_command", message=str(exc))
+                return
+            except Exception:  # noqa: BLE001 - a header that cannot be reported on: just ack
+                logger.warning("could not report the poison entry as failed; acking it")
+        await self.shared.ack(entry)
 
     async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
         message_id = ask.header.message_id
@@ -378,6 +441,10 @@ class Gateway:
             except TaskRejected as exc:
                 self.shared.stats["rejected"] += 1
                 await reporter.finish("FAILED", code=exc.code, message=str(exc))
+                return None
+            except Exception as exc:  # noqa: BLE001 - any other failure: poison, see _dispatch
+                await self._poison(entry, BadCommand(f"unusable task ({type(exc).__name__})",
+                                                     ask.header))
                 return None
             local = self.runs.get(SOURCE, ask.header.message_id) is not None
             verdict, record = await classify_start(self.shared, ask.header, local)

@@ -20,6 +20,9 @@ from boss_agent.sources.gateway.keys import StreamFields, agent_type_stream, che
 from boss_agent.tasks import Task, parse_task
 
 MAX_TEXT_CHARS = 1000  # user names, trace ids, reasons: labels, not documents
+# A prompt at tasks.MAX_PROMPT_CHARS, JSON-escaped (6 bytes a char at worst), fits;
+# anything bigger is not a command and is never handed to the JSON parser.
+MAX_ENTRY_BYTES = 2 * 1024 * 1024
 
 ASK_AGENT = "ASK_AGENT"
 RESUME = "RESUME"
@@ -140,15 +143,29 @@ def _body(raw: dict[str, Any], header: Header | None) -> dict[str, Any]:
     return body
 
 
+def entry_size(fields: Any) -> int:
+    """The bytes of an entry's field names and values (what the size cap counts)."""
+    if not isinstance(fields, dict):
+        return 0
+    return sum(len(k) + len(v) for k, v in fields.items()
+               if isinstance(k, bytes | str) and isinstance(v, bytes | str))
+
+
 def parse_command(fields: dict[Any, Any]) -> Command:
-    """Parse one stream entry; raise BadCommand (with the header when it was valid)."""
+    """Parse one stream entry; raise BadCommand (with the header when it was valid).
+
+    Only ``BadCommand`` is meant to come out, but the caller treats any exception as
+    poison too: a parser deep inside ``json`` can still raise something unforeseen.
+    """
+    if entry_size(fields) > MAX_ENTRY_BYTES:
+        raise BadCommand(f"entry is larger than {MAX_ENTRY_BYTES} bytes")
     data = fields.get(b"data", fields.get("data"))
     if data is None:
         raise BadCommand("entry has no data field")
     try:
         raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadCommand("data is not JSON") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadCommand("data is not JSON (or nested too deeply)") from exc
     if not isinstance(raw, dict):
         raise BadCommand("a command must be a JSON object")
     header = parse_header(raw.get("header"))

@@ -22,6 +22,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.spool import record_name
 from tests.conftest import PINNED_CODEX_VERSION, REPO
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
 
@@ -120,8 +121,8 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
         _kill_hard(proc)
         model_requests = len(scripted_model.requests)
         spooled = {p.name for p in (tmp_path / "state" / "spool").iterdir()}
-        assert f"{done_id}.json" in spooled
-        assert [p.name for p in (tmp_path / "state" / "running").iterdir()] == [f"{hung_id}.json"]
+        assert record_name(done_id) in spooled
+        assert [p.name for p in (tmp_path / "state" / "running").iterdir()] == [record_name(hung_id)]
         proxy.faults.clear()  # the server is back
         proc = _daemon_process(tmp_path, proxy.url, codex_bin, codex_home)
         done = await finished(cp, proxy, done_id)
