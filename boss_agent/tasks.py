@@ -109,6 +109,10 @@ class TaskSink(Protocol):
         ``cancelled``, ``timeout``), so the person is no longer asked.
         """
 
+    # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
+    # the live thread and turn, as soon as Codex named them (a source that lets its user
+    # steer the turn or continue the thread sends them on; the card never carries ids).
+
 
 def _opt_str(raw: Mapping[str, Any], key: str, limit: int = MAX_ID_CHARS) -> str | None:
     value = raw.get(key)

@@ -2,12 +2,20 @@
 # Install boss-agent and the codex CLI on a fresh machine, then run the main job:
 # `boss-agent up` (the local control plane + the daemon, paired). Without a codex
 # login it runs with --demo (a built-in scripted model, no OpenAI account needed).
+# On Linux and macOS it also installs the computer-use driver (the `cua` extra).
 set -euo pipefail
 source "$(dirname "$0")/setup-common.sh"
 cd "$ROOT"
 
 ensure_debian_packages git:git node:nodejs npm:npm
-ensure_venv ""
+# Computer use: the `cua` extra brings the CUA desktop driver (Linux and macOS builds).
+# Without it boss-agent still runs; `boss-agent doctor` then says computer use is limited.
+case "$(uname -s)" in
+  Linux|Darwin)
+    ensure_venv cua || { log "the computer-use driver (cua extra) did not install; continuing without it"
+                         ensure_venv ""; } ;;
+  *) ensure_venv "" ;;
+esac
 CODEX="$(command -v codex || ensure_codex)"
 export BOSS_CODEX_BIN="${BOSS_CODEX_BIN:-$CODEX}"
 

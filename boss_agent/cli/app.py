@@ -54,6 +54,7 @@ def _root(
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+FollowOption = Annotated[bool, typer.Option("--follow/--no-follow", help="show the live card until it ends")]
 
 
 @app.command()
@@ -191,21 +192,38 @@ def task(
     prompt: Annotated[str, typer.Argument(help="what Codex should do")],
     workdir: Annotated[Path | None, typer.Option("--workdir", help="the project directory")] = None,
     thread: Annotated[str | None, typer.Option("--thread", help="continue this Codex thread")] = None,
-    follow: Annotated[bool, typer.Option("--follow/--no-follow", help="draw the live card until it ends")] = True,
+    computer_use: Annotated[bool, typer.Option("--computer-use", help="a desktop-control task")] = False,
+    follow: FollowOption = True,
 ) -> None:
     """Submit a task to the local control plane and follow its progress card."""
-    from rich.console import Console
-
-    from boss_agent.controlplane import LocalClient
-    from boss_agent.cli.task_follow import controlplane_dir, submit_and_follow
-
     fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
     if thread:
         fields["codexThreadRef"] = thread
+    if computer_use:
+        fields["intentCategory"] = "computer_use"
+    _submit(prompt, fields, follow, steer_of=None)
+
+
+@app.command()
+def steer(
+    task_id: Annotated[str, typer.Argument(help="the running task whose turn gets the message")],
+    text: Annotated[str, typer.Argument(help="what to tell Codex while it works")],
+    follow: FollowOption = True,
+) -> None:
+    """Send a message into a running task's live turn (a steer) and follow it to the turn's end."""
+    _submit(text, {}, follow, steer_of=task_id)
+
+
+def _submit(prompt: str, fields: dict[str, Any], follow: bool, *, steer_of: str | None) -> None:
+    from rich.console import Console
+
+    from boss_agent.cli.task_follow import controlplane_dir, steer_fields, submit_and_follow
+    from boss_agent.controlplane import LocalClient
 
     async def go() -> tuple[str, str]:
         async with LocalClient.for_db_dir(controlplane_dir(build_config().state_dir)) as client:
-            return await submit_and_follow(client, prompt, fields, follow=follow, console=Console())
+            extra = await steer_fields(client, steer_of) if steer_of else {}
+            return await submit_and_follow(client, prompt, {**fields, **extra}, follow=follow, console=Console())
 
     task_id, final = guarded(lambda: asyncio.run(go()))
     if not follow:

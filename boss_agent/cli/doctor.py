@@ -4,7 +4,9 @@ The checks, in order: the config parses; the codex binary is found (and is the
 tested version); the app-server initializes on the configured transport, auth
 included, and answers a cheap request; capability discovery runs; the server is
 reachable and accepts the device token; the state dir and token file are owner-only;
-Redis answers PING when the gateway is on; the service is installed.
+Redis answers PING when the gateway is on; the desktop (computer use: the CUA
+driver is installed and healthy on a reachable display, and an installed service
+knows that display); the service is installed.
 
 Each check is a small function that returns one ``Check``. Checks never raise: a
 check that crashes is itself a failed check (``_safely``), and every network check
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -273,6 +276,44 @@ async def _safely_async(names: list[str], check: Callable[[], Awaitable[Any]]) -
     return result if isinstance(result, list) else [result]
 
 
+DESKTOP_FIX = "run it from your desktop session (and `boss-agent service install` from there)"
+
+
+def _installed_unit_lacks_display() -> bool:
+    """An installed Linux user unit without the display variables cannot reach the desktop."""
+    from boss_agent.service.manager import Host, service_file
+    from boss_agent.service.plan import DESKTOP_ENV
+
+    if not sys.platform.startswith("linux"):
+        return False
+    unit = service_file(Host.current(), system=False)
+    if not unit.is_file():
+        return False
+    text = unit.read_text(encoding="utf-8", errors="replace")
+    return not any(f"{name}=" in text for name in DESKTOP_ENV if name != "XAUTHORITY")
+
+
+async def check_desktop(config: Config) -> Check:
+    """Computer use: the CUA driver installed, a display reachable, the driver healthy on it."""
+    from boss_agent.runner import cua
+
+    binary = cua.find_driver(config.cua_bin)
+    if binary is None:
+        return _check("desktop", "warn", "cua-driver is not installed; computer use only through Codex's own",
+                      "pip install 'boss-agent[cua]' (scripts/up.sh installs it)")
+    display = os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY")
+    if not display:
+        return _check("desktop", "warn", "no display: DISPLAY and WAYLAND_DISPLAY are unset", DESKTOP_FIX)
+    health = await cua.driver_health(binary)
+    if not health.available:
+        return _check("desktop", "warn", f"cua-driver on {display}: {health.reason}", DESKTOP_FIX)
+    if _installed_unit_lacks_display():
+        return _check("desktop", "warn", f"cua-driver {health.version} healthy on {display}, but the "
+                      "installed service has no display variables", "boss-agent service install "
+                      "(again, from your desktop session)")
+    return _check("desktop", "ok", f"cua-driver {health.version} healthy on display {display}")
+
+
 async def _network_checks(config: Config, codex_ok: bool) -> list[Check]:
     results: list[Check] = []
     if codex_ok:
@@ -283,6 +324,7 @@ async def _network_checks(config: Config, codex_ok: bool) -> list[Check]:
                     _check("discovery", "fail", "not tried: no usable codex", fix)]
     results += await _safely_async(["server"], lambda: check_server(config))
     results += await _safely_async(["redis"], lambda: check_redis(config))
+    results += await _safely_async(["desktop"], lambda: check_desktop(config))
     return results
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from boss_agent.aio import race
 from boss_agent.config import Config
+from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo.model import demo_responder
@@ -43,6 +45,11 @@ async def _pair_with(plane: ControlPlane, state_dir: Path) -> None:
     await pair_device(state_dir, plane.url, plane.create_pairing_code(), device_name="this machine")
 
 
+def _listen_error(host: str, port: int, exc: OSError) -> str:
+    why = "is already in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+    return f"port {port} on {host} {why}; choose another with --port PORT (--port 0 picks a free one)"
+
+
 def demo_codex_home(state_dir: Path, model_url: str) -> Path:
     return write_codex_home(state_dir / "demo-codex-home", model_url, model=DEMO_MODEL)
 
@@ -58,8 +65,11 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
     db_path = controlplane_dir(state_dir) / "controlplane.db"
     db_path.parent.mkdir(mode=0o700, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:
-        plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port,
+        try:
+            plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port,
                                                                  rotate_secret=rotate_secret))
+        except OSError as exc:
+            raise ConfigError(_listen_error(host, port, exc)) from exc
         codex_home = None
         if demo:
             model = stack.enter_context(ScriptedModel(responder=demo_responder))

@@ -60,8 +60,9 @@ attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, resu
 approvals ([{approvalId, kind, summary, risk, availableDecisions, status
 (pending|decided|withdrawn), decision, withdrawReason?, reason?, questions?, permissions?,
 message?, mode?, schema?, url?, createdAt, decidedAt}]: the current attempt's only),
-createdAt, updatedAt,
-claimedAt, completedAt, task (the submitted Task fields with prompt)}``.
+createdAt, updatedAt, claimedAt, completedAt, codexThreadRef and turnId (the thread and
+turn it runs on, live from progress uploads, then from the result: what Steer and
+Continue send), task (the submitted Task fields with prompt)}``.
 """
 
 from boss_agent.controlplane.client import LocalClient

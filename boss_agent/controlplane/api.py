@@ -92,7 +92,8 @@ async def claim(request: web.Request) -> web.Response:
     device_id = _device(request, body)
     slots = need_int(body, "slots", 0, MAX_SLOTS, default=1)
     wait_s = wait_seconds(body.get("waitMs"), DEFAULT_CLAIM_WAIT_MS)
-    tasks = await request.app[CORE_KEY].claim(device_id, slots, wait_s) if slots else []
+    # slots 0 still claims: steer tasks take no slot (device API §3).
+    tasks = await request.app[CORE_KEY].claim(device_id, slots, wait_s)
     return web.json_response({"tasks": tasks})
 
 
@@ -102,7 +103,9 @@ async def progress(request: web.Request) -> web.Response:
     device_id = _device(request, body)
     seq = need_int(body, "seq", 0, MAX_SEQ)
     card = need_dict(body, "executionProgress")
-    cancel = request.app[CORE_KEY].progress(device_id, request.match_info["taskId"], seq, card)
+    refs = {key: value for key in ("codexThreadRef", "turnId")
+            if (value := need_str(body, key, optional=True))}
+    cancel = request.app[CORE_KEY].progress(device_id, request.match_info["taskId"], seq, card, refs or None)
     return web.json_response({"cancelRequested": cancel})
 
 

@@ -149,8 +149,9 @@ class Core:
             finally:
                 self.parked_claims -= 1
 
-    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any]) -> bool:
-        cancel = self.queue.progress(device_id, task_id, seq, card)
+    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any],
+                 refs: dict[str, str] | None = None) -> bool:
+        cancel = self.queue.progress(device_id, task_id, seq, card, refs)
         self._task_changed(task_id)
         return cancel
 

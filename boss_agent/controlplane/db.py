@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     seq               INTEGER,
     card              TEXT,
+    refs              TEXT,
     result            TEXT,
     created_at        REAL NOT NULL,
     updated_at        REAL NOT NULL,
@@ -74,6 +75,7 @@ CREATE TABLE IF NOT EXISTS approvals (
 COLUMNS = (
     ("approvals", "archived", "INTEGER NOT NULL DEFAULT 0"),  # an earlier attempt's approval
     ("approvals", "withdraw_reason", "TEXT"),
+    ("tasks", "refs", "TEXT"),  # the live codexThreadRef and turnId from progress uploads
 )
 
 

@@ -21,7 +21,10 @@ Approvals are stored by ``approvals.py``; this module only checks that the devic
 calling owns the task, and that a decision still has a running task to go to.
 
 Claims select and update in one ``BEGIN IMMEDIATE`` transaction, guarded by
-``status = 'queued'``, so one task never goes to two devices.
+``status = 'queued'``, so one task never goes to two devices. A steer task
+(``targetCodexTurnId`` set) joins a turn already running and so takes no slot: it
+is handed over beyond ``slots``, even at ``slots: 0``, and only to the device whose
+running task reported that turn (any device while nobody has reported it).
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ TASK_FIELDS = (
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
 FINISHED = frozenset({*TERMINAL, "abandoned"})  # the queue's own end: a lease ran out
 RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
+
+
+# Queued steer tasks this device may take: none whose turn runs on another device.
+STEER_CLAIM_SQL = """
+SELECT * FROM tasks AS q WHERE q.status = 'queued'
+  AND json_extract(q.spec, '$.targetCodexTurnId') IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM tasks AS r WHERE r.status = 'running' AND r.device_id != ?
+                  AND json_extract(r.refs, '$.turnId') = json_extract(q.spec, '$.targetCodexTurnId'))
+ORDER BY q.position
+"""
 
 
 def _not_found() -> ControlPlaneError:
@@ -103,8 +116,14 @@ class TaskQueue:
         return [self._view(row) for row in rows]
 
     def _view(self, row: Any) -> dict[str, Any]:
-        """The task as the local API and the page show it (the page uses ``title``)."""
+        """The task as the local API and the page show it (the page uses ``title``).
+
+        ``codexThreadRef``/``turnId``: the thread and turn the task ran on, live from its
+        progress uploads, then from its result (a follow-up or a steer names them).
+        """
         spec = loads(row["spec"])
+        live = loads(row["refs"]) or {}
+        result = loads(row["result"]) or {}
         return {
             "taskId": row["task_id"],
             "status": row["status"],
@@ -121,6 +140,9 @@ class TaskQueue:
             "claimedAt": iso(row["claimed_at"]),
             "completedAt": iso(row["completed_at"]),
             "title": task_title(spec.get("prompt", "")),
+            "codexThreadRef": result.get("codexThreadRef") or live.get("codexThreadRef")
+            or spec.get("codexThreadRef"),
+            "turnId": result.get("turnId") or live.get("turnId"),
             "task": spec,
         }
 
@@ -131,8 +153,10 @@ class TaskQueue:
         now = self.db.clock()
         claimed = []
         with self.db.transaction() as conn:
-            rows = conn.execute(
-                "SELECT * FROM tasks WHERE status = 'queued' ORDER BY position LIMIT ?", (slots,)
+            rows = conn.execute(STEER_CLAIM_SQL, (device_id,)).fetchall()
+            rows += conn.execute(
+                "SELECT * FROM tasks WHERE status = 'queued' AND json_extract(spec, '$.targetCodexTurnId')"
+                " IS NULL ORDER BY position LIMIT ?", (slots,)
             ).fetchall()
             for row in rows:
                 conn.execute(
@@ -176,13 +200,15 @@ class TaskQueue:
         )
         return [row["task_id"] for row in rows]
 
-    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any]) -> bool:
-        """Keep the card of the highest ``seq``; return whether a cancel was requested."""
+    def progress(self, device_id: str, task_id: str, seq: int, card: dict[str, Any],
+                 refs: dict[str, str] | None = None) -> bool:
+        """Keep the card (and live refs) of the highest ``seq``; return whether a cancel was requested."""
         row = self._owned(device_id, task_id)
         now = self.db.clock()
         self.db.conn.execute(
-            "UPDATE tasks SET card = ?, seq = ?, updated_at = ? WHERE task_id = ? AND (seq IS NULL OR seq < ?)",
-            (dumps(card), seq, now, task_id, seq),
+            "UPDATE tasks SET card = ?, seq = ?, refs = COALESCE(?, refs), updated_at = ?"
+            " WHERE task_id = ? AND (seq IS NULL OR seq < ?)",
+            (dumps(card), seq, dumps(refs) if refs else None, now, task_id, seq),
         )
         self._renew(task_id)
         return bool(row["cancel_requested"])

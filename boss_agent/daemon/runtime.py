@@ -11,7 +11,8 @@ for a stop request. Both sources put their runs in one ``RunRegistry`` whose
 ``Slots`` hold ``max_concurrent_tasks``: the device never runs more than that.
 
 Shutdown follows uvicorn (``lifecycle.ShutdownController``) and is one loop over
-the sources and one registry: SIGTERM/SIGINT stops every source taking work;
+the sources and one registry: SIGTERM/SIGINT stops every source taking work (the
+Boss source also cancels at once the tasks that only wait on an approval);
 running tasks get ``grace_period_s`` to finish; then ``force_cancel`` sets every
 run's cancel event, Boss or gateway alike (the runner interrupts the turn on the
 app-server, ends its commands and reports ``cancelled``); runs that ignore it

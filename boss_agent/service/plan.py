@@ -8,8 +8,10 @@ and, for a user unit, whether lingering is on.
 
 The service environment is an allow-list: PATH (so ``codex`` and ``node`` are found
 when systemd or launchd start us with their bare default PATH), the config file,
-the state dir, ``CODEX_HOME`` when set. Nothing else from the installing shell
-reaches the file, so no token or API key can.
+the state dir, ``CODEX_HOME`` when set, and on Linux the graphical session's display
+variables (``DESKTOP_ENV``): systemd starts the service outside the desktop session,
+so without them computer use could never reach the screen. Nothing else from the
+installing shell reaches the file, so no token or API key can.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 COMMAND_TIMEOUT_S = 60  # systemctl/launchctl answer in well under a second; 60 covers a slow boot
 MAX_ERROR_CHARS = 300  # systemctl's first complaint is the useful part
 PASSTHROUGH_ENV = ("CODEX_HOME",)  # user settings codex reads; never secrets
+DESKTOP_ENV = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY")  # where the desktop is; a path, not its cookie
 _DEFAULT_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 _DARWIN_PATH = ("/opt/homebrew/bin", "/usr/local/bin")
 
@@ -172,7 +175,8 @@ def service_spec(config: Config, host: Host, *, system: bool) -> tuple[units.Ser
     if config.config_path is not None:
         environment["BOSS_AGENT_CONFIG"] = str(config.config_path.resolve())
     environment.update(extra_env)
-    environment.update({k: host.environ[k] for k in PASSTHROUGH_ENV if host.environ.get(k)})
+    passthrough = PASSTHROUGH_ENV + (DESKTOP_ENV if host.platform == "linux" else ())
+    environment.update({k: host.environ[k] for k in passthrough if host.environ.get(k)})
     user = (host.environ.get("SUDO_USER") or host.user) if system else None
     if system and user == "root":
         warnings.append("the system service would run as root: install it with sudo from your account")

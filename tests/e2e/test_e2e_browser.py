@@ -82,7 +82,8 @@ async def test_a_task_submitted_and_approved_on_the_page_completes_and_up_stops_
         assert await _texts(browser, f"{task} .answer-section h3") == ["Result"]  # the final result, not a preview
         answer = await browser.text(f"{task} .answer")
         assert answer.startswith(f"Done. I looked at the project and wrote {DEMO_FILE}.")
-        assert not await _texts(browser, f"{task} button"), "a finished task offers no action"
+        # A finished task offers only a follow-up on its thread and the thread's view.
+        assert await _texts(browser, f"{task} button") == ["Continue", "Thread"]
         await browser.screenshot(ARTIFACTS / "e2e-final-page.png")
 
         shown = await browser.execute(_TEXT_BUT_TITLES)

@@ -4,13 +4,17 @@
 records every request and can answer a status of its choice for the first N requests
 matching a path suffix; it sits in front of the real ControlPlane. ``StubRunner`` is
 a small in-test ``TaskRunner`` for the source's own logic (claim, spool, progress,
-approvals, cancel) where the real codex runner would only add noise.
+approvals, cancel) where the real codex runner would only add noise. ``paired_daemon``
+pairs a real ``Daemon`` (real codex, the scripted model's CODEX_HOME) with a control
+plane and runs it until the block ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -19,9 +23,13 @@ import httpx
 from aiohttp import web
 
 from boss_agent.config import Config, load_config
+from boss_agent.daemon.runtime import Daemon
+from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
+DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
 PROXY_SHUTDOWN_S = 1.0  # in-flight proxied long polls are abandoned at teardown
 
 
@@ -132,6 +140,26 @@ def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
     settings.update({k.replace("__", "."): v for k, v in overrides.items()})
     return load_config(None, overrides=settings,
                        environ={})
+
+
+@contextlib.asynccontextmanager
+async def paired_daemon(config: Config, server_url: str, pairing_code: str,
+                        codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
+    """A daemon paired with ``server_url`` and claiming; yields it and its run; stops it after."""
+    policy = RetryPolicy.fast()
+    await pair_device(config.state_dir, server_url, pairing_code, policy=policy)
+    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
+                    retry_policy=policy, claim_wait_ms=300, handle_signals=False)
+    ready = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(daemon.run(ready))
+        await asyncio.wait_for(ready.wait(), DAEMON_READY_S)
+        try:
+            yield daemon, job
+        finally:
+            if not job.done():
+                daemon.request_stop()
+                await asyncio.wait_for(job, WAIT_S)
 
 
 async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:

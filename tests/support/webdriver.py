@@ -33,8 +33,12 @@ COMMAND_TIMEOUT_S = 60  # a session start launches Chromium, the slowest command
 CHROMIUM_ARGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", "--window-size=1280,1400",
+    "--disable-dev-shm-usage",
 )
+DESKTOP = (1280, 1400)
+PHONE = (390, 844)  # a common phone's CSS viewport
+STALE_RETRIES = 5  # a redraw takes milliseconds; five in a row means the element keeps vanishing
+MIN_WINDOW_WIDTH = 500  # Chromium will not make a window narrower: smaller sizes are emulated
 
 _WAIT_SCRIPT = """
 const [selector, text, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
@@ -85,7 +89,21 @@ class Browser:
         return found[ELEMENT]
 
     async def click(self, css: str) -> None:
-        await self.command("POST", f"/element/{await self.find(css)}/click", {})
+        # A live page may redraw the element between finding and clicking it: find it again.
+        for attempt in range(STALE_RETRIES):
+            try:
+                await self.command("POST", f"/element/{await self.find(css)}/click", {})
+                return
+            except WebDriverError as exc:
+                if "stale element" not in str(exc) or attempt == STALE_RETRIES - 1:
+                    raise
+
+    async def press(self, css: str) -> None:
+        """Click ``css`` from inside the page, in one step: for buttons on a card that
+        redraws live, where a pointer click could land after the layout moved."""
+        found = await self.execute("const n = document.querySelector(arguments[0]); if (n) n.click(); return !!n;", css)
+        if not found:
+            raise WebDriverError(f"no {css!r} to press")
 
     async def type(self, css: str, text: str) -> None:
         await self.command("POST", f"/element/{await self.find(css)}/value", {"text": text})
@@ -128,8 +146,8 @@ async def _drain(proc: asyncio.subprocess.Process) -> None:
 
 
 @contextlib.asynccontextmanager
-async def chromium(profile_dir: Path) -> AsyncIterator[Browser]:
-    """Start chromedriver and a headless Chromium session; stop both on exit."""
+async def chromium(profile_dir: Path, size: tuple[int, int] = DESKTOP) -> AsyncIterator[Browser]:
+    """Start chromedriver and a headless Chromium session (a ``size`` window); stop both on exit."""
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not shutil.which(binary):
             raise WebDriverError(f"{binary} not found (apt-get install chromium chromium-driver)")
@@ -144,9 +162,13 @@ async def chromium(profile_dir: Path) -> AsyncIterator[Browser]:
             drain = group.create_task(_drain(proc))
             try:
                 async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=COMMAND_TIMEOUT_S) as http:
-                    args = [*CHROMIUM_ARGS, f"--user-data-dir={profile_dir}"]
+                    args = [*CHROMIUM_ARGS, f"--window-size={size[0]},{size[1]}", f"--user-data-dir={profile_dir}"]
+                    options: dict[str, Any] = {"binary": CHROMIUM, "args": args}
+                    if size[0] < MIN_WINDOW_WIDTH:
+                        options["mobileEmulation"] = {"deviceMetrics": {
+                            "width": size[0], "height": size[1], "pixelRatio": 1, "mobile": True, "touch": True}}
                     created = await http.post("/session", json={"capabilities": {"alwaysMatch": {
-                        "browserName": "chrome", "goog:chromeOptions": {"binary": CHROMIUM, "args": args}}}})
+                        "browserName": "chrome", "goog:chromeOptions": options}}})
                     value = created.json()["value"]
                     if created.status_code != 200:
                         raise WebDriverError(f"cannot start Chromium: {value.get('message', '')[:300]}")

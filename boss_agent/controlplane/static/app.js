@@ -7,6 +7,8 @@ const devices = new Map();
 const tasks = new Map();
 const ACTIVE = new Set(["queued", "running"]);
 const RETRYABLE = new Set(["abandoned", "failed"]);
+const CONTINUABLE = new Set(["completed", "failed", "cancelled"]);
+const INTENT_LABELS = { computer_use: "computer use", thread_collaboration: "collaboration" };
 const TITLE_CHARS = 200;
 
 function el(tag, attrs = {}, ...children) {
@@ -276,30 +278,146 @@ function renderCard(view) {
   return el("div", { class: "card" }, parts);
 }
 
-function renderTask(view) {
+function taskNode(taskId) {
+  return document.querySelector(`#tasks > li.task[data-task-id="${CSS.escape(taskId)}"]`);
+}
+
+function taskButton(cls, label, onClick) {
+  return el("button", { type: "button", class: cls, on: { click: onClick } }, label);
+}
+
+function taskActions(view) {
+  const path = `/api/local/tasks/${encodeURIComponent(view.taskId)}`;
+  const node = () => taskNode(view.taskId);
+  const actions = [];
+  if (view.status === "running" && view.turnId && view.codexThreadRef) {
+    actions.push(taskButton("steer", "Steer", () => openCompose(node(), "steer")));
+  }
+  if (CONTINUABLE.has(view.status) && view.codexThreadRef) {
+    actions.push(taskButton("continue", "Continue", () => openCompose(node(), "continue")));
+  }
+  if (view.codexThreadRef) {
+    actions.push(taskButton("thread", "Thread", () => { location.hash = `thread=${encodeURIComponent(view.codexThreadRef)}`; }));
+  }
+  if (ACTIVE.has(view.status) && !view.cancelRequested) {
+    actions.push(taskButton("cancel", "Cancel", () => act(node(), "POST", `${path}/cancel`)));
+  }
+  if (RETRYABLE.has(view.status)) actions.push(taskButton("retry", "Retry", () => act(node(), "POST", `${path}/retry`)));
+  return actions;
+}
+
+// Everything of a task that is redrawn on each change; the compose box beside it is
+// kept, so a message being typed survives the live updates of a running task.
+function taskBody(view) {
   const card = view.executionProgress || {};
+  const spec = view.task || {};
   const title = (view.title || "").slice(0, TITLE_CHARS);
   const shown = view.status === "running" && card.status ? card.status : view.status;
-  const actions = [];
-  if (ACTIVE.has(view.status) && !view.cancelRequested) actions.push(el("button", { type: "button", class: "cancel",
-    on: { click: (e) => act(e.target.closest(".task"), "POST", `/api/local/tasks/${encodeURIComponent(view.taskId)}/cancel`) } },
-    "Cancel"));
-  if (RETRYABLE.has(view.status)) actions.push(el("button", { type: "button", class: "retry",
-    on: { click: (e) => act(e.target.closest(".task"), "POST", `/api/local/tasks/${encodeURIComponent(view.taskId)}/retry`) } },
-    "Retry"));
-  const node = el("li", { class: "task", data: { taskId: view.taskId, status: view.status } },
+  const actions = taskActions(view);
+  return el("div", { class: "task-body" },
     el("div", { class: "task-head" },
       el("span", { class: "title", title: title }, title || view.taskId),
       el("span", { class: "status", data: { status: shown } }, shown)),
-    el("div", { class: "meta" }, [view.taskId, `attempt ${view.attempt}`,
+    el("div", { class: "meta" }, [view.taskId, INTENT_LABELS[spec.intentCategory], spec.targetCodexTurnId && "steer",
+      `attempt ${view.attempt}`,
       view.deviceId && `on ${(devices.get(view.deviceId) || {}).deviceName || view.deviceId}`,
       card.backend || (view.result && view.result.backend), view.cancelRequested && "cancel requested",
       `created ${when(view.createdAt)}`].filter(Boolean).join(" · ")),
     renderCard(view),
     actions.length ? el("div", { class: "task-actions" }, actions) : null);
-  const old = document.querySelector(`#tasks [data-task-id="${CSS.escape(view.taskId)}"]`);
-  if (old) old.replaceWith(node); else document.getElementById("tasks").prepend(node);
+}
+
+function renderTask(view) {
+  let node = taskNode(view.taskId);
+  if (node) {
+    node.querySelector(".task-body").replaceWith(taskBody(view));
+  } else {
+    node = el("li", { class: "task", data: { taskId: view.taskId } }, taskBody(view), el("div", { class: "compose" }));
+    document.getElementById("tasks").prepend(node);
+  }
+  node.dataset.status = view.status;
+  node.dataset.thread = view.codexThreadRef || "";
+  // A steer needs the live turn: once it has ended, an unused steer box goes, a used one
+  // stays (it names the steer task it sent) but sends no more.
+  if (node.dataset.compose === "steer" && view.status !== "running") {
+    if (node.querySelector(".compose-status[data-sent-task-id]")) {
+      node.querySelectorAll(".compose-form textarea, .compose-form button[type=submit]").forEach((n) => { n.disabled = true; });
+    } else {
+      closeCompose(node);
+    }
+  }
+  showThreadOf(node);
   document.getElementById("no-tasks").hidden = tasks.size > 0;
+}
+
+// ---- steer and continue: a message to the task's live turn or a new turn on its thread -----
+
+function openCompose(node, mode) {
+  const view = tasks.get(node.dataset.taskId);
+  node.dataset.compose = mode;
+  const status = el("p", { class: "compose-status", role: "status" });
+  const form = el("form", { class: "compose-form", autocomplete: "off" },
+    el("textarea", { name: "message", rows: 2, required: true, "aria-label": mode === "steer" ? "Steer message" : "Follow-up",
+      placeholder: mode === "steer" ? "Tell Codex while it works…" : "Follow up on this thread…" }),
+    el("div", { class: "row" },
+      el("button", { type: "submit" }, mode === "steer" ? "Send to the running turn" : "Continue the thread"),
+      el("button", { type: "button", on: { click: () => closeCompose(node) } }, "Close")),
+    status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const current = tasks.get(node.dataset.taskId) || view;
+    const spec = current.task || {};
+    const body = { prompt: form.elements.message.value, codexThreadRef: current.codexThreadRef,
+      approvalMode: spec.approvalMode || "remote" };
+    if (spec.workdir) body.workdir = spec.workdir;
+    if (mode === "steer") body.targetCodexTurnId = current.turnId;
+    const taskId = await postTask(body, status);
+    if (taskId) { status.dataset.sentTaskId = taskId; form.elements.message.value = ""; }
+  });
+  node.querySelector(".compose").replaceChildren(form);
+  form.elements.message.focus();
+}
+
+// Submit one task; ``status`` says how it went. The new task's id, or null on an error.
+async function postTask(body, status) {
+  status.classList.remove("error");
+  status.textContent = "sending…";
+  try {
+    const answer = await call("POST", "/api/local/tasks", body);
+    status.textContent = `queued ${answer.taskId}`;
+    return answer.taskId;
+  } catch (err) {
+    status.classList.add("error");
+    status.textContent = err.message;
+    return null;
+  }
+}
+
+function closeCompose(node) {
+  delete node.dataset.compose;
+  node.querySelector(".compose").replaceChildren();
+}
+
+// ---- the thread view: #thread=REF shows that thread's tasks only, oldest first ---------------
+
+function currentThread() {
+  const match = /^#thread=(.+)$/.exec(location.hash);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+function showThreadOf(node) {
+  const thread = currentThread();
+  node.hidden = thread !== null && node.dataset.thread !== thread;
+}
+
+function applyThreadView() {
+  const thread = currentThread();
+  const list = document.getElementById("tasks");
+  const bar = document.getElementById("thread-bar");
+  if (thread === null) delete list.dataset.thread; else list.dataset.thread = thread;
+  list.querySelectorAll(".task").forEach(showThreadOf);
+  bar.hidden = thread === null;
+  document.getElementById("thread-name").textContent = thread || "";
 }
 
 // ---- actions and the live stream ----------------------------------------------------
@@ -356,17 +474,11 @@ function setUp() {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const data = new FormData(form);
-    const body = { prompt: data.get("prompt"), approvalMode: data.get("approvalMode") };
+    const body = { prompt: data.get("prompt"), approvalMode: data.get("approvalMode"),
+      intentCategory: data.get("intentCategory") };
     if (String(data.get("workdir") || "").trim()) body.workdir = String(data.get("workdir")).trim();
-    status.className = ""; status.textContent = "submitting…";
-    try {
-      const answer = await call("POST", "/api/local/tasks", body);
-      status.textContent = `queued ${answer.taskId}`;
-      status.dataset.taskId = answer.taskId;
-      form.elements.prompt.value = "";
-    } catch (err) {
-      status.className = "error"; status.textContent = err.message;
-    }
+    const taskId = await postTask(body, status);
+    if (taskId) { status.dataset.taskId = taskId; form.elements.prompt.value = ""; }
   });
   document.getElementById("pairing-button").addEventListener("click", async () => {
     const out = document.getElementById("pairing-code");
@@ -378,6 +490,12 @@ function setUp() {
       out.textContent = err.message;
     }
   });
+  document.querySelector("#thread-bar button").addEventListener("click", () => {
+    history.replaceState(null, "", location.pathname);
+    applyThreadView();
+  });
+  window.addEventListener("hashchange", applyThreadView);
+  applyThreadView();
   connect();
 }
 

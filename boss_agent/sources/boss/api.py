@@ -141,8 +141,10 @@ class BossApi:
         tasks = data.get("tasks")
         return tasks if isinstance(tasks, list) else []
 
-    async def progress(self, task_id: str, seq: int, card: dict[str, Any]) -> dict[str, Any]:
-        body = {"deviceId": self.device_id, "seq": seq, "executionProgress": card}
+    async def progress(self, task_id: str, seq: int, card: dict[str, Any],
+                       refs: dict[str, str] | None = None) -> dict[str, Any]:
+        """§4; ``refs``: the live ``codexThreadRef`` and ``turnId`` once known."""
+        body = {"deviceId": self.device_id, "seq": seq, "executionProgress": card, **(refs or {})}
         return await self.call("POST", _task_path(task_id, "progress"), body, task_scoped=True)
 
     async def complete(self, task_id: str, result: dict[str, Any], *, forever: bool = False) -> None:

@@ -4,7 +4,9 @@ The runner may report a new card for every streamed token; the uploader keeps on
 the latest card and sends at most ``MAX_UPLOADS_PER_S`` requests per task, with
 ``seq`` growing by one per upload. ``close`` sends the final card (if it was not the
 last one sent) before ``run`` returns. A ``404``/``409`` answer (the task was taken
-away) or ``cancelRequested: true`` sets the task's cancel event.
+away) or ``cancelRequested: true`` sets the task's cancel event. Once the runner
+names the live thread and turn (``set_refs``), every upload carries them too, and
+learning them is itself a change worth an upload: the app steers with them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class ProgressUploader:
         self.seq = 0
         self._latest: dict[str, Any] | None = None
         self._sent: dict[str, Any] | None = None
+        self._refs: dict[str, str] = {}
+        self._sent_refs: dict[str, str] = {}
         self._dirty = asyncio.Event()
         self._closed = asyncio.Event()
         self._gone = False
@@ -41,6 +45,11 @@ class ProgressUploader:
     def update(self, card: dict[str, Any]) -> None:
         """Remember the newest card; cheap, never blocks."""
         self._latest = card
+        self._dirty.set()
+
+    def set_refs(self, thread_ref: str, turn_id: str) -> None:
+        """The live ``codexThreadRef`` and ``turnId``; sent with this and every later upload."""
+        self._refs = {"codexThreadRef": thread_ref, "turnId": turn_id}
         self._dirty.set()
 
     def close(self, final_card: dict[str, Any] | None = None) -> None:
@@ -61,17 +70,17 @@ class ProgressUploader:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), wait)
             self._dirty.clear()
-            card = self._latest
-            if card is not None and card is not self._sent:
+            card, refs = self._latest, self._refs
+            if card is not None and (card is not self._sent or refs != self._sent_refs):
                 last_upload = time.monotonic()
-                await self._upload(card)
+                await self._upload(card, refs)
             if self._closed.is_set() and not self._dirty.is_set():
                 return
 
-    async def _upload(self, card: dict[str, Any]) -> None:
+    async def _upload(self, card: dict[str, Any], refs: dict[str, str]) -> None:
         self.seq += 1
         try:
-            answer = await self.api.progress(self.task_id, self.seq, card)
+            answer = await self.api.progress(self.task_id, self.seq, card, refs)
         except TaskGone:
             logger.warning("task %s was taken away by the server; stopping it", self.task_id)
             self._gone = True
@@ -83,7 +92,7 @@ class ProgressUploader:
         except BossAgentError as exc:
             logger.info("progress upload for task %s failed: %s", self.task_id, exc)
             return  # the next upload carries the newer state anyway
-        self._sent = card
+        self._sent, self._sent_refs = card, refs
         if answer.get("cancelRequested") is True:
             logger.info("the server asked to cancel task %s", self.task_id)
             self.cancel.set()

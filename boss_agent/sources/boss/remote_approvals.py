@@ -7,6 +7,10 @@ until the task's approval timeout, which declines. A cancelled task stops waitin
 Whenever the wait ends without the person's decision (timeout, cancel, or the runner
 reporting that Codex stopped waiting) the approval is withdrawn on the server, so the
 app stops offering it.
+
+When the daemon stops, nobody should have to answer for it to exit: ``cancel_waiting``
+cancels the tasks that wait on a decision (and any that asks later), instead of letting
+them hold the shutdown for the whole grace period.
 """
 
 from __future__ import annotations
@@ -33,14 +37,32 @@ class RemoteApprovals:
     def __init__(self, api: BossApi, timeout_s: float) -> None:
         self.api = api
         self.timeout_s = timeout_s
+        self.stopping = False
+        self._waiting: dict[tuple[str, str], asyncio.Event] = {}  # (task, approval) -> task's cancel
+
+    def cancel_waiting(self) -> list[str]:
+        """Stopping: cancel every task waiting on a decision, now and from here on."""
+        self.stopping = True
+        for cancel in self._waiting.values():
+            cancel.set()
+        return sorted({task_id for task_id, _ in self._waiting})
 
     async def request(self, task: Task, request: ApprovalRequest,
                       cancel: asyncio.Event) -> str | dict[str, Any]:
         """The user's decision, or ``"decline"`` on timeout, cancel or a dead server."""
         if task.approval_mode != "remote":
             return DECLINE
+        if self.stopping:
+            logger.info("task %s asked for an approval while the agent stops; cancelling it", task.task_id)
+            cancel.set()
+            return DECLINE
         deadline = time.monotonic() + self.timeout_s
-        asked, _ = await race(self._ask(task, request, deadline), cancel.wait())
+        key = (task.task_id, request.approval_id)
+        self._waiting[key] = cancel
+        try:
+            asked, _ = await race(self._ask(task, request, deadline), cancel.wait())
+        finally:
+            self._waiting.pop(key, None)
         if asked.cancelled() or asked.result() is _TIMED_OUT:
             reason = "cancelled" if asked.cancelled() else "timeout"
             await self.withdraw(task, request.approval_id, reason)

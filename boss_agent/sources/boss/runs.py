@@ -8,7 +8,9 @@ calls the runner only with one of the registry's slots (the device's budget): a
 claimed task that finds every slot taken by the other source waits in line. A malformed task is
 completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task without
 a usable ``taskId`` cannot be completed and is only logged. A task id that is
-already running or already spooled is never run a second time.
+already running or already spooled is never run a second time. A steer task
+(``targetCodexTurnId`` set) joins a turn that already holds a slot: it takes none and
+counts against no cap.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class BossTaskSink:
     async def withdraw_approval(self, approval_id: str, reason: str) -> None:
         await self.approvals.withdraw(self.task, approval_id, reason)
 
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """Optional sink method: the live ids go out with the next progress upload."""
+        self.uploader.set_refs(thread_ref, turn_id)
+
 
 def usable_task_id(raw: Any) -> str | None:
     task_id = raw.get("taskId") if isinstance(raw, dict) else None
@@ -83,11 +89,17 @@ class TaskRuns:
         self.slots = self.registry.slots
         self.changed = self.registry.changed  # set whenever a run ends or a slot frees up
         self.on_spooled = on_spooled
+        self.steers: set[str] = set()  # running steer tasks: they hold no slot
 
     @property
     def free_slots(self) -> int:
         """How many tasks to claim now: free device slots, within this source's own cap."""
-        return max(0, min(self.slots.free, self.max_concurrent - self.registry.count(SOURCE)))
+        return max(0, min(self.slots.free, self.max_concurrent - self.turns_running))
+
+    @property
+    def turns_running(self) -> int:
+        """Runs that hold (or wait for) a slot: turns a steer could join."""
+        return self.registry.count(SOURCE) - len(self.steers)
 
     def running_ids(self) -> list[str]:
         return self.registry.ids(SOURCE)
@@ -112,16 +124,20 @@ class TaskRuns:
             self._spool(task_id, TaskResult(status="failed", error_code=exc.code,
                                             error_message=sanitize_text(exc, limit=300)))
             return
-        if self.registry.count(SOURCE) >= self.max_concurrent:
+        steer = task.target_turn_id is not None
+        if not steer and self.turns_running >= self.max_concurrent:
             # The claim asked for free slots only; more tasks than that is a server bug.
             self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
                                             error_message="the device has no free task slot"))
             return
         # The slot is taken now when free; otherwise the gateway took it during the
         # claim's long poll and the run waits in line for one.
-        run = self.registry.register(Run(SOURCE, task_id, holds_slot=self.slots.try_acquire()))
+        # A steer joins a turn that already holds a slot: it takes none.
+        run = self.registry.register(Run(SOURCE, task_id, holds_slot=not steer and self.slots.try_acquire()))
         self.journal.add(task_id, task.attempt)
-        run.task = tg.create_task(self._run(task, run), name=f"task {task_id}")
+        if steer:
+            self.steers.add(task_id)
+        run.task = tg.create_task(self._run(task, run, needs_slot=not steer), name=f"task {task_id}")
 
     def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
         self.spool.put_result(task_id, result)
@@ -129,18 +145,19 @@ class TaskRuns:
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, run: Run) -> None:
+    async def _run(self, task: Task, run: Run, *, needs_slot: bool = True) -> None:
         cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
         sink = BossTaskSink(task, uploader, self.approvals, cancel)
         result: TaskResult | None = None
         try:
-            if not run.holds_slot:
+            if needs_slot and not run.holds_slot:
                 run.holds_slot = await self._slot_or_cancel(cancel)
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    result = await self._execute(task, sink, cancel) if run.holds_slot else TaskResult(
+                    may_run = run.holds_slot or not needs_slot
+                    result = await self._execute(task, sink, cancel) if may_run else TaskResult(
                         status="cancelled", error_code="cancelled",
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
@@ -158,6 +175,7 @@ class TaskRuns:
                     error_message="the agent stopped before the task finished"))
             raise
         finally:
+            self.steers.discard(task.task_id)
             self.registry.finish(run)
             self.on_spooled()
 

@@ -5,6 +5,11 @@ loops and its task runs in its own task group (``run``: the ``TaskSource`` contr
 the daemon supervises it and restarts a fresh one when it fails). It keeps the revoked-token state: a 401
 anywhere stops claiming and heartbeats (results stay spooled) until the token file
 changes, i.e. the user paired again, instead of crash-looping.
+
+While every slot is busy but a turn runs, the device still claims, with ``slots: 0``:
+the server then hands over only steer tasks, which join a running turn and take no
+slot (device API §3). That claim is never cancelled when a slot frees (a task the
+server handed over in the meantime would be lost); a normal claim starts beside it.
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ class BossSource:
         self._stamp = identity_stamp(state_dir)
         self._loops: list[asyncio.Task[None]] = []
         self._claim: asyncio.Task[None] | None = None
+        self._steer_claim: asyncio.Task[None] | None = None
 
     def _new_api(self, identity: Identity) -> BossApi:
         return BossApi(identity.server_url, device_id=identity.device_id, token=identity.token,
@@ -152,28 +158,38 @@ class BossSource:
     async def _claim_loop(self, tg: asyncio.TaskGroup) -> None:
         while not self.draining:
             await self.authorized.wait()
-            if self.runs.free_slots == 0:
-                await self._slot_freed()
+            slots = self.runs.free_slots
+            if slots > 0:
+                await self._claim_once(slots, tg)
                 continue
-            try:
-                tasks = await self.api.claim(self.runs.free_slots, self.claim_wait_ms)
-            except Unauthorized:
-                self.mark_unauthorized()
-                continue
-            except BossApiError as exc:
-                # A 4xx the policy does not retry (a server bug, an API mismatch): do not spin.
-                logger.error("claim refused: %s", exc)
-                await asyncio.sleep(CLAIM_REFUSED_PAUSE_S)
-                continue
-            for raw in tasks:
-                self.runs.accept(raw, tg)
-            if tasks:
-                self.heartbeat.now.set()  # the state (busy, running ids) changed
+            if self.runs.turns_running and (self._steer_claim is None or self._steer_claim.done()):
+                self._steer_claim = tg.create_task(self._claim_once(0, tg), name="boss steer claim")
+            await self._slot_freed(self._steer_claim)
 
-    async def _slot_freed(self) -> None:
-        """Until one of our runs ends or the shared budget frees a slot (the gateway's)."""
+    async def _claim_once(self, slots: int, tg: asyncio.TaskGroup) -> None:
+        try:
+            tasks = await self.api.claim(slots, self.claim_wait_ms)
+        except Unauthorized:
+            self.mark_unauthorized()
+            return
+        except BossApiError as exc:
+            # A 4xx the policy does not retry (a server bug, an API mismatch): do not spin.
+            logger.error("claim refused: %s", exc)
+            await asyncio.sleep(CLAIM_REFUSED_PAUSE_S)
+            return
+        for raw in tasks:
+            self.runs.accept(raw, tg)
+        if tasks:
+            self.heartbeat.now.set()  # the state (busy, running ids) changed
+
+    async def _slot_freed(self, steer_claim: asyncio.Task[None] | None = None) -> None:
+        """Until one of our runs ends, the shared budget frees a slot (the gateway's), or
+        the steer-only claim answered."""
         self.runs.changed.clear()
-        await race(self.runs.changed.wait(), self.runs.slots.wait_free())
+        waits: list[Any] = [self.runs.changed.wait(), self.runs.slots.wait_free()]
+        if steer_claim is not None and not steer_claim.done():
+            waits.append(steer_claim)  # watched, never cancelled: its answer must be accepted
+        await race(*waits)
 
     async def _repair_watch(self) -> None:
         while True:
@@ -201,12 +217,17 @@ class BossSource:
     # ----------------------------------------------------------------- shutdown
 
     def stop_accepting(self) -> None:
+        """The daemon stops: claim no more, and cancel at once the tasks that only wait on
+        an approval (nobody has to answer for the agent to stop)."""
         self.stop_claiming()
+        for task_id in self.approvals.cancel_waiting():
+            logger.info("task %s only waits on an approval; cancelled for the stop", task_id)
 
     def stop_claiming(self) -> None:
         self.draining = True
-        if self._claim is not None:
-            self._claim.cancel()
+        for claim in (self._claim, self._steer_claim):
+            if claim is not None:
+                claim.cancel()
         self.heartbeat.now.set()  # tell the server we are draining
 
     async def final_flush(self, timeout_s: float) -> None:
@@ -218,6 +239,7 @@ class BossSource:
     async def close(self) -> None:
         """After the drain: one bounded delivery of the spool, then stop the loops."""
         await self.final_flush(FINAL_FLUSH_S)
-        for loop in self._loops:
-            loop.cancel()
+        for loop in (*self._loops, self._steer_claim):
+            if loop is not None:
+                loop.cancel()
         await self.api.__aexit__(None, None, None)
