@@ -1,1 +1,1 @@
-"""The daemon runtime: the task group, lifecycle, reload, state file, system facts, slots."""
+"""The daemon runtime: the task group, source supervision, lifecycle, reload, state file, system facts."""

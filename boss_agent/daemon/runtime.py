@@ -50,7 +50,7 @@ from boss_agent.daemon.lifecycle import (
 )
 from boss_agent.daemon.pairing_wait import wait_for_identity
 from boss_agent.daemon.reload import log_reload, plan_reload
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.daemon.supervise import SourceSupervisor
 from boss_agent.sources.boss import BossSource, RetryPolicy
 from boss_agent.daemon.statefile import write_state

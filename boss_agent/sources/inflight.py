@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.redact import sanitize_text
 from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
 

@@ -23,7 +23,7 @@ from typing import Any
 from boss_agent.aio import race
 from boss_agent.errors import TaskRejected
 from boss_agent.redact import sanitize_text
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.sources.boss.remote_approvals import RemoteApprovals

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 
 from boss_agent.lifecycles import EXECUTION_OF, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.redact import sanitize_text
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
     ExecutionRecords,

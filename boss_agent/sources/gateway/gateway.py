@@ -51,7 +51,7 @@ from boss_agent.errors import (
     GatewayError,
     TaskRejected,
 )
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import (
     SOURCE,

@@ -16,7 +16,7 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
-from boss_agent.daemon.slots import Slots
+from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import TaskRuns

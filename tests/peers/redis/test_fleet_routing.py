@@ -227,7 +227,7 @@ async def test_a_restarted_worker_publishes_the_threads_it_held_again(redis_serv
 async def test_of_two_workers_claiming_one_task_only_the_first_runs_it(redis_server) -> None:
     """Two copies of one ASK (a requeue or a forward cut short by a crash) can pass the
     start check on two workers at once; the RUNNING claim itself must let only one win."""
-    from boss_agent.daemon.slots import Slots
+    from boss_agent.sources.slots import Slots
     from boss_agent.sources.gateway import wire
     from boss_agent.sources.gateway.execution import Reporter, Shared
     from boss_agent.sources.gateway.registry import ExecutionRecords
