@@ -3,8 +3,10 @@
 The daemon lives for days; typer (which builds pydantic adapters for the options it
 parses), click and rich would stay in its memory all that time for parsing one word.
 These run a real ``python -m boss_agent`` process and read which modules it imported
-(``PYTHONPROFILEIMPORTTIME``), and pin that the lean start keeps the CLI's contract:
-the root options, one line and exit 2 for a bad config, typer for everything else.
+(``PYTHONPROFILEIMPORTTIME``); a stdio daemon does not load ``websockets`` either
+(appserver/websocket.py is imported when dialing one). They also pin that the lean
+start keeps the CLI's contract: the root options, one line and exit 2 for a bad
+config, typer for everything else.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def _waiting(tmp_path: Path, proc: subprocess.Popen[str]) -> bool:
     return status_snapshot(tmp_path / "state")["state"] == "waiting for pairing"
 
 
-async def test_the_running_daemon_never_imported_the_cli_framework(tmp_path: Path) -> None:
+async def test_the_running_daemon_never_imported_the_cli_framework_nor_websockets(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "boss_agent", "--config", str(tmp_path / "config.toml"), "run"]
     # To a file, not a pipe: the import profile alone can fill a pipe's buffer.
     with (tmp_path / "stderr.txt").open("w") as err:
@@ -62,6 +64,7 @@ async def test_the_running_daemon_never_imported_the_cli_framework(tmp_path: Pat
     imported = _imported(stderr)
     assert "boss_agent" in imported and "asyncio" in imported  # the profile was read
     assert not imported & set(CLI_FRAMEWORK), sorted(imported & set(CLI_FRAMEWORK))
+    assert "websockets" not in imported  # the default stdio transport has no use for it
     assert proc.returncode == 0
 
 
