@@ -5,7 +5,11 @@ executable whose ``mcp`` subcommand is a stdio MCP server with screenshot, click
 and keyboard tools. The runner checks its health (``cua-driver doctor`` must see
 a display server) before choosing it, and starts the Codex thread with it in the
 thread's ``config.mcp_servers`` — telemetry off, only ``DISPLAY`` passed through,
-only the desktop tools enabled.
+only the desktop tools enabled. Without an app-server, ``exec_overrides`` gives
+``codex exec`` the same server as ``-c`` overrides.
+
+Codex's own computer use is a plugin: ``codex_computer_use_plugin`` finds it and
+``plugin_start_error`` says whether its MCP servers start, before any thread exists.
 """
 
 from __future__ import annotations

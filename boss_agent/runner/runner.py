@@ -2,7 +2,8 @@
 
 It picks the path (steer, thread collaboration, computer use, or a plain turn),
 runs it on the shared app-server, falls back to ``codex exec`` only while no
-turn has started, and adds the branch and artifact facts after the turn. It
+turn has started (for computer use: Codex's own, else the CUA driver, else
+``codex exec`` carrying the driver), and adds the branch and artifact facts after the turn. It
 knows nothing of HTTP or Redis: the ``TaskSink`` is its only way out.
 """
 
