@@ -70,6 +70,8 @@ async def test_codex_computer_use_that_fails_to_start_falls_back_to_the_cua_driv
     assert card["backend"] == "cua"
     assert {"name": "cua", "status": "ready", "error": None} in card["mcpServers"]
     assert len(scripted_model.requests) == 1  # one turn, on the driver
+    offered = "\n".join(scripted_model.requests[0].input_texts())
+    assert "mcp__cua" in offered  # the driver's desktop tools reached the model
 
 
 async def test_codex_computer_use_that_starts_runs_on_codex_and_a_failed_turn_never_reruns(
@@ -95,3 +97,5 @@ async def test_codex_computer_use_that_starts_runs_on_codex_and_a_failed_turn_ne
     assert (failed.backend, failed.fallback_from) == ("app_server", None)
     assert failed.execution_progress["backend"] != "cua"
     assert len(scripted_model.requests) == 2
+    offered = "\n".join(scripted_model.requests[0].input_texts())
+    assert "mcp__computer_use" in offered and "mcp__cua" not in offered  # the plugin's desktop tools
