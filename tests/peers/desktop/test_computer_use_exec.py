@@ -5,7 +5,6 @@ cua-driver MCP server on a real Xvfb desktop, and only where exec may run unaske
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,20 +13,15 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
 from tests.peers.desktop.test_runner_cua import (
-    PRESS_EXIT_CODE,
     _click_what_the_screenshot_showed,
-    _managed_window,
     _mcp_call,
-    _spawn,
     _tool_search,
-    _visible_window,
-    _wm_running,
+    press_target,
 )
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
-from tests.support.runner import Sink, make_config, missing_app_server, poll
+from tests.support.runner import Sink, make_config, missing_app_server
 
 pytestmark = [pytest.mark.codex, pytest.mark.desktop]
-WM_MANAGE_S = 10.0  # openbox frames a new window in milliseconds; a loaded CI box is slower
 EXEC_ONLY = {"codex.approval_policy": "never", "codex.max_approval_policy": "never"}
 
 
@@ -35,15 +29,7 @@ async def test_without_an_app_server_a_computer_use_task_runs_in_codex_exec_with
         desktop: dict[str, str], tmp_path: Path, codex_bin: str,  # noqa: F811 - the imported fixture
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # codex exec (and so the MCP server) inherit it
-    await poll(lambda: _wm_running(desktop))
-    target = _spawn(["xmessage", "-geometry", "+200+200", "-buttons", f"Press:{PRESS_EXIT_CODE}",
-                     "Boss click target"], desktop, stdout=subprocess.DEVNULL)
-    try:
-        await poll(lambda: _visible_window(desktop))
-        try:
-            await poll(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
-        except TimeoutError:
-            pass  # not framed: then nothing moves it either
+    async with press_target(desktop) as target:
         with sm.ScriptedModel(responder=_click_what_the_screenshot_showed) as model:
             home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
             model.enqueue(sm.turn(_tool_search("desktop screenshot click window")))
@@ -55,7 +41,7 @@ async def test_without_an_app_server_a_computer_use_task_runs_in_codex_exec_with
             requests = list(model.requests)
         assert result.status == "completed", result
         assert (result.backend, result.fallback_from) == ("exec", "app_server")
-        assert result.result_text == "I pressed the button."
+        assert result.result_text == "I pressed the button."  # the script's closing line, whatever happened
         assert all(r.headers.get("originator") == "codex_exec" for r in requests)
         screenshot = next(r.tool_outputs()["call_get_desktop_state"] for r in requests
                           if "call_get_desktop_state" in r.tool_outputs())
@@ -68,10 +54,6 @@ async def test_without_an_app_server_a_computer_use_task_runs_in_codex_exec_with
         card = result.execution_progress
         assert card["backend"] == "exec"
         assert any(w["kind"] == "fallback" and "CUA driver" in w["message"] for w in card["warnings"])
-    finally:
-        if target.poll() is None:
-            target.kill()
-        target.wait(timeout=10)
 
 
 async def test_without_an_app_server_computer_use_that_could_ask_fails_approval_unavailable_unrun(
