@@ -195,8 +195,9 @@ class Runner:
             outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary),
                                                            mcp_server=cua.MCP_SERVER_NAME)
         except TurnNotStarted as exc:
-            raise TaskFailed("the Codex app-server could not start the desktop thread",
-                             "app_server_unavailable") from exc
+            logger.info("app-server failed before the desktop turn (%s)", exc.cause.__class__.__name__)
+            ctx.thread_id = ctx.task.codex_thread_ref  # exec resumes only a thread with a turn
+            return await self._cua_exec(ctx)
         return self._result(ctx, outcome, "cua", fallback_from="app_server")
 
     async def _cua_exec(self, ctx: RunContext) -> TaskResult:
