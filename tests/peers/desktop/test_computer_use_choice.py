@@ -51,6 +51,16 @@ def install_computer_use_plugin(tmp: Path, codex_bin: str, home: Path, command: 
                        timeout=PLUGIN_CLI_TIMEOUT_S)
 
 
+@pytest.fixture
+def driver_plugin(desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computer-use plugin that starts: its MCP server is the real cua-driver."""
+    monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
+    driver = cua.find_driver()
+    assert driver is not None
+    install_computer_use_plugin(tmp_path, codex_bin, codex_home, driver, ["mcp"])
+
+
 async def test_codex_computer_use_that_fails_to_start_falls_back_to_the_cua_driver_once(
         desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
         scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,12 +88,8 @@ async def test_codex_computer_use_that_fails_to_start_falls_back_to_the_cua_driv
 
 
 async def test_codex_computer_use_that_starts_runs_on_codex_and_a_failed_turn_never_reruns(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
-        scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
-    driver = cua.find_driver()
-    assert driver is not None
-    install_computer_use_plugin(tmp_path, codex_bin, codex_home, driver, ["mcp"])
+        driver_plugin: None, tmp_path: Path, codex_bin: str, codex_home: Path,
+        scripted_model: sm.ScriptedModel) -> None:
     scripted_model.enqueue(sm.text_reply("done by codex's own computer use"))
     scripted_model.enqueue(sm.stream_failure(message="the desktop tool broke"))
     config = make_config(tmp_path, codex_bin)
@@ -136,12 +142,8 @@ class _RefusingClient:
 
 
 async def test_codex_computer_use_whose_turn_is_refused_before_it_starts_falls_back_to_the_driver(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
-        scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
-    driver = cua.find_driver()
-    assert driver is not None
-    install_computer_use_plugin(tmp_path, codex_bin, codex_home, driver, ["mcp"])
+        driver_plugin: None, tmp_path: Path, codex_bin: str, codex_home: Path,
+        scripted_model: sm.ScriptedModel) -> None:
     scripted_model.enqueue(sm.text_reply("done through the driver"))
     config = make_config(tmp_path, codex_bin)
     async with AppServer.from_config(config, codex_home=codex_home) as real:
