@@ -52,6 +52,9 @@ class Runner:
         if codex_home is not None:
             self.env["CODEX_HOME"] = str(codex_home)
         self._gh_status: str | None = None
+        # Tasks finishing together would each find the status unknown and each spawn
+        # `gh auth status` (a round trip to GitHub); the first probes, the rest wait for it.
+        self._gh_lock = asyncio.Lock()
         self._capabilities: dict[str, Any] | None = None
         self._codex_computer_use = False
 
@@ -263,8 +266,9 @@ class Runner:
 
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
-            if self._gh_status is None:
-                self._gh_status = await gitfacts.github_cli()
+            async with self._gh_lock:
+                if self._gh_status is None:
+                    self._gh_status = await gitfacts.github_cli()
             branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
             if branch:
                 await ctx.feed.event("branch", **branch)
