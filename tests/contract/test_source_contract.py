@@ -33,15 +33,8 @@ from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
-from tests.support.gateway import (
-    AGENT,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
-from tests.support.runner import poll
+from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
 
@@ -113,7 +106,7 @@ class GatewaySide:
         ask = next(fields for _, fields in entries if key in fields["data"])
         await self.redis.xadd(stream, ask)
         # Read and acked (a skip), while the first entry stays pending until the task ends.
-        await wait_until(lambda: self._only_first_pending(stream))
+        await eventually(lambda: self._only_first_pending(stream))
 
     async def _only_first_pending(self, stream: str) -> bool:
         group = (await self.redis.xinfo_groups(stream))[0]
@@ -188,7 +181,8 @@ async def _hung_turn(world: World, key: str) -> str:
 
 async def _turn_ended(model: sm.ScriptedModel) -> str:
     """How the hung model stream ended, waiting up to TURN_END_S for codex to end it."""
-    return await poll(lambda: model.requests[0].stream_end != "pending" and model.requests[0].stream_end, TURN_END_S)
+    return await eventually(
+        lambda: model.requests[0].stream_end != "pending" and model.requests[0].stream_end, TURN_END_S)
 
 
 async def test_a_task_runs_on_codex_and_its_result_is_delivered_once(world: World) -> None:

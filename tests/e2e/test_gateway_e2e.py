@@ -30,19 +30,9 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
-from tests.support.runner import module_env, poll
-from tests.support.gateway import (
-    AGENT,
-    FAST,
-    WAIT_S,
-    ask,
-    delta_text,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
+from tests.support.runner import module_env
+from tests.support.gateway import AGENT, FAST, WAIT_S, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio(loop_scope="module")]
 
@@ -149,7 +139,7 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
         form = json.loads(delta_text(asked[-1]))
         assert form["pluginMachineFields"][0]["fieldCode"] == "user_input"
         # The form is written first, then the record says WAITING_USER and the entry is acked.
-        await wait_until(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
+        await eventually(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
         assert gateway.status["suspended"] == 1
         assert not (work / "approved.txt").exists()
         await client.send_message(AGENT, "s-apr", "", action_type="RESUME", message_id="msg-apr",
@@ -180,7 +170,7 @@ async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_strea
     try:
         async with codex_gateway(env["config"], app, env["home"], redis_server.url):
             await ask(client, "s-can", "a long job", "msg-can", extra_payload={"workdir": str(work)})
-            await poll(lambda: len(model.requests) > before, timeout=TURN_WAIT_S)  # the turn is in flight
+            await eventually(lambda: len(model.requests) > before, timeout=TURN_WAIT_S)  # the turn is in flight
             await read_events(redis, "s-can", "msg-can", timeout=TURN_WAIT_S,
                               until=lambda m: m.event_type == "answerDelta")
             response = await client.cancel_task("msg-can", "s-can", reason="user stop")
@@ -188,7 +178,7 @@ async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_strea
             events = await read_events(redis, "s-can", "msg-can", timeout=TURN_WAIT_S)
             record = await record_of(redis, "s-can", "msg-can")
             # codex interrupted the turn: it hung up on the model's stream (never released)
-            await poll(lambda: model.requests[before].stream_end == "peer_closed", timeout=TURN_WAIT_S)
+            await eventually(lambda: model.requests[before].stream_end == "peer_closed", timeout=TURN_WAIT_S)
     finally:
         model.release()
         await redis.aclose()

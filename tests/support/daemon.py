@@ -27,6 +27,7 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
+from tests.support.waits import eventually
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
 DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
@@ -71,10 +72,7 @@ class FaultProxy:
         return [s for s in self.seen if s.path.endswith(suffix) and s.method == method]
 
     async def wait_for(self, predicate: Any, timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
+        await eventually(predicate, timeout, changed=self.changed)
 
     async def __aenter__(self) -> Self:
         self._client = httpx.AsyncClient(timeout=None)
@@ -160,14 +158,6 @@ async def paired_daemon(config: Config, server_url: str, pairing_code: str,
             if not job.done():
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)
-
-
-async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:
-    """Await ``predicate()`` becoming true, re-checking each time ``changed`` fires."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            changed.clear()
-            await changed.wait()
 
 
 class StubRunner:

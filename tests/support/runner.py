@@ -1,4 +1,4 @@
-"""Helpers for the runner tests: a recording TaskSink, configs, bounded waits."""
+"""Helpers for the runner tests: a recording TaskSink, configs, codex processes."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.config import Config, load_config
 from boss_agent.tasks import ApprovalRequest
+from tests.support.waits import WAIT_S, eventually
 
-WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
-POLL_S = 0.05  # for conditions with no event to await (a process appearing)
 
 
 def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
@@ -77,15 +76,4 @@ class Sink:
         return json.dumps(self.cards)
 
     async def until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
-
-
-async def poll(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Wait for a condition that has no event (a process appearing or leaving), bounded."""
-    async with asyncio.timeout(timeout):
-        while not (value := predicate()):
-            await asyncio.sleep(POLL_S)
-        return value
+        await eventually(predicate, timeout, changed=self.changed)

@@ -18,7 +18,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.statefile import status_snapshot
 from boss_agent.demo import scripted_model as sm
 from tests.conftest import REPO
-from tests.support.gateway import wait_until
+from tests.support.waits import eventually
 
 START_S = 90.0  # pairing noticed, codex app-server started, on a loaded 2-core machine
 EXIT_S = 30.0
@@ -73,15 +73,15 @@ async def test_run_waits_for_pairing_then_serves_tasks(
             (tmp_path / "state" / "device_token").write_text("bdt_old")
         proc = _start(tmp_path, env)
         try:
-            await wait_until(lambda: _state_is(tmp_path, proc, WAITING_LINE), timeout=START_S)
+            await eventually(lambda: _state_is(tmp_path, proc, WAITING_LINE), timeout=START_S)
             assert proc.poll() is None
             if damaged:
                 assert _log(tmp_path).count("device identity") == 1
             await _pair(cp, env)
-            await wait_until(lambda: _state_is(tmp_path, proc, "running"), timeout=START_S)
+            await eventually(lambda: _state_is(tmp_path, proc, "running"), timeout=START_S)
             scripted_model.enqueue(sm.turn(sm.message("paired and working")))
             task_id = cp.submit_task("after pairing", workdir=str(workdir))
-            await wait_until(lambda: cp.task(task_id)["status"] == "completed", timeout=START_S)
+            await eventually(lambda: cp.task(task_id)["status"] == "completed", timeout=START_S)
             result = cp.task(task_id)["result"]
         finally:
             code = await _stop(proc)

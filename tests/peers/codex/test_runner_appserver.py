@@ -20,7 +20,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, module_env, poll, sleepers
+from tests.support.runner import Sink, make_config, module_env, sleepers
+from tests.support.waits import eventually
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.asyncio(loop_scope="module"),
@@ -196,7 +197,7 @@ async def test_cancel_interrupts_the_turn_and_kills_the_running_command(
     sink = Sink()
     async with asyncio.TaskGroup() as tg:
         running = tg.create_task(runner.run(Task("t-cancel", "sleep", workdir=str(work)), sink, cancel))
-        await poll(lambda: sleepers(f"sleep {marker}"))
+        await eventually(lambda: sleepers(f"sleep {marker}"))
         cancel.set()
     result = running.result()
     assert result.status == "cancelled" and result.error_code == "cancelled"

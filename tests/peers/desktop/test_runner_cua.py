@@ -19,7 +19,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, poll
+from tests.support.runner import Sink, make_config
+from tests.support.waits import eventually
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.desktop,
@@ -110,13 +111,13 @@ def _tool_search(query: str) -> list[dict[str, Any]]:
 async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver(
         desktop: dict[str, str], tmp_path: Path, codex_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the app-server (and so the MCP server) inherit it
-    await poll(lambda: _wm_running(desktop))  # a window mapped before the WM is up stays unframed
+    await eventually(lambda: _wm_running(desktop))  # a window mapped before the WM is up stays unframed
     target = _spawn(["xmessage", "-geometry", "+200+200", "-buttons", f"Press:{PRESS_EXIT_CODE}",
                      "Boss click target"], desktop, stdout=subprocess.DEVNULL)
     try:
-        await poll(lambda: _visible_window(desktop))
+        await eventually(lambda: _visible_window(desktop))
         try:  # once framed it no longer moves; the model clicks where the screenshot saw it
-            await poll(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
+            await eventually(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
         except TimeoutError:
             pass  # not framed: then nothing moves it either
         with sm.ScriptedModel(responder=_click_what_the_screenshot_showed) as model:

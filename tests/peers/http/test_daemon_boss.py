@@ -23,7 +23,8 @@ from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.daemon.statefile import STATE_FILE
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config, wait_until
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.support.waits import eventually
 
 FAST = RetryPolicy.fast()
 CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
@@ -61,7 +62,7 @@ async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daem
 async def spool_empty(daemon: Daemon) -> None:
     source = daemon.source
     assert source is not None
-    await wait_until(lambda: len(source.spool) == 0, source.flusher.changed)
+    await eventually(lambda: len(source.spool) == 0, changed=source.flusher.changed)
 
 
 async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:

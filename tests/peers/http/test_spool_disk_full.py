@@ -23,7 +23,7 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR, record_name
 from tests.support.daemon import FaultProxy, StubRunner, make_config
 from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
-from tests.support.gateway import wait_until
+from tests.support.waits import eventually
 
 DISK_SIZE = "256k"  # room for the identity and the state file, little else
 
@@ -73,7 +73,7 @@ async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
             assert "degraded" in collect_status(config)["spool"]
             assert "spool degraded" in check_daemon(config)["detail"]
             filler.unlink()  # space is back: the retry puts the result on disk
-            await wait_until(lambda: not daemon.source.spool_degraded)
+            await eventually(lambda: not daemon.source.spool_degraded)
             assert record_name(task_id) in os.listdir(config.state_dir / SPOOL_DIR)
             proxy.faults.clear()  # the server is back
             task = await finished(cp, proxy, task_id)

@@ -28,16 +28,8 @@ from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
 from tests.peers.codex.test_appserver_transports import Listener
-from tests.support.gateway import (
-    AGENT,
-    ask,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
-from tests.support.runner import poll
+from tests.support.gateway import AGENT, ask, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -68,13 +60,13 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
             await redis.delete(control)
             await redis.set(control, "not a stream")
             # Main (before supervision) ends here: the gateway's error ends the daemon.
-            await wait_until(lambda: job.done() or _restarts(daemon) >= 2, WAIT_S)  # failed, again
+            await eventually(lambda: job.done() or _restarts(daemon) >= 2, WAIT_S)  # failed, again
             task_id = cp.submit_task("while the gateway is down")
             await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
             assert not job.done()
             boss_result = cp.task(task_id)["result"]
             await redis.delete(control)  # repaired: the next restart serves again
-            await wait_until(lambda: daemon.gateway.status["ready"], WAIT_S)
+            await eventually(lambda: daemon.gateway.status["ready"], WAIT_S)
             await ask(sdk_client(redis), "s1", "after the repair", "msg-back",
                       extra_payload={"intentCategory": "conversation_reply"})
             events = await read_events(redis, "s1", "msg-back", timeout=60)
@@ -116,9 +108,9 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
                 await asyncio.to_thread(scripted_model.wait_for_requests, 1, WAIT_S)
                 await redis.delete(control)
                 await redis.set(control, "not a stream")
-                ended = await poll(lambda: scripted_model.requests[0].stream_end != "pending"
+                ended = await eventually(lambda: scripted_model.requests[0].stream_end != "pending"
                                    and scripted_model.requests[0].stream_end, TURN_END_S)
-                record = await wait_until(lambda: _ended_record(redis, "msg-hang"), WAIT_S)
+                record = await eventually(lambda: _ended_record(redis, "msg-hang"), WAIT_S)
                 assert not job.done()
                 await redis.delete(control)
                 daemon.request_stop()
