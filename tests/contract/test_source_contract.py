@@ -32,7 +32,8 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
 
@@ -139,7 +140,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, codex_bin: str, 
         async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
             proxy.heartbeat_interval_ms = 1000  # a Boss cancel rides the next heartbeat
             gateway = request.param == "gateway"
-            config = make_config(tmp_path, proxy.url, codex__bin=codex_bin,
+            config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin,
                                  codex__app_server_transport="ws",
                                  codex__app_server_url=listener.url,
                                  gateway__enabled=gateway, gateway__redis_url=redis_server.url,

@@ -30,6 +30,7 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
+from tests.support.config import make_config
 from tests.support.runner import module_env
 from tests.support.gateway import AGENT, FAST, WAIT_S, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
@@ -196,8 +197,8 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
     work.mkdir()
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
             daemon_support.FaultProxy(cp.url) as proxy:
-        config = daemon_support.make_config(
-            tmp_path, proxy.url, codex__bin=codex_bin, gateway__enabled=True,
+        config = make_config(
+            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=RetryPolicy.fast())
         daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},

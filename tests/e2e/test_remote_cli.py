@@ -17,7 +17,8 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import make_config, paired_daemon
+from tests.support.config import make_config
+from tests.support.daemon import paired_daemon
 from tests.support.e2e import REPO, _clean_env
 
 LINE_TIMEOUT_S = 60  # codex start-up plus a few scripted model round trips
@@ -84,7 +85,8 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
     tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, workdir: Path,
     scripted_model: sm.ScriptedModel,
 ) -> None:
-    config = make_config(tmp_path, plane.url, codex__bin=codex_bin, max_concurrent_tasks=1)
+    config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                         codex__bin=codex_bin, max_concurrent_tasks=1)
     scripted_model.enqueue(
         sm.turn(sm.update_plan([("Run the check", "in_progress")]),
                 sm.shell_call("echo checked", sandbox_permissions="require_escalated",

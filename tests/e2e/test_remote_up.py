@@ -13,7 +13,8 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane, LocalClient
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import WAIT_S, make_config, paired_daemon
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, paired_daemon
 from tests.support.e2e import REPO, UpProcess, _clean_env, pending_approval
 
 TASK_WAIT_S = 60  # codex start-up plus one scripted model round trip
@@ -28,7 +29,8 @@ async def test_a_stop_cancels_at_once_a_task_that_only_waits_on_an_approval(
     scripted_model.enqueue(sm.turn(sm.shell_call("echo never", sandbox_permissions="require_escalated",
                                                  justification="the test asks and nobody answers")))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
-        config = make_config(tmp_path, plane.url, codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
+        config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                             codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
         async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home) as (daemon, job):
             task_id = plane.submit_task("run something", workdir=str(workdir))
             await plane.wait_task(task_id, lambda v: v["approvals"], TASK_WAIT_S)

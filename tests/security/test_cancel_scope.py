@@ -22,7 +22,8 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
-from tests.support.runner import Sink, make_config, sleepers
+from tests.support.config import make_config
+from tests.support.runner import Sink, sleepers
 from tests.security.support import hostile
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.waits import eventually

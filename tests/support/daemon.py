@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Self
 import httpx
 from aiohttp import web
 
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
@@ -129,15 +129,6 @@ class FaultProxy:
                                   "heartbeatIntervalMs": self.heartbeat_interval_ms}).encode()
         return web.Response(body=content, status=upstream.status_code,
                             content_type="application/json")
-
-
-def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
-    """A config that reads no user file and no BOSS_* environment."""
-    settings = {"server.url": server_url, "state_dir": str(tmp_path / "state"),
-                "workspaces": [str(tmp_path)], "grace_period_s": 0}
-    settings.update({k.replace("__", "."): v for k, v in overrides.items()})
-    return load_config(None, overrides=settings,
-                       environ={})
 
 
 @contextlib.asynccontextmanager

@@ -12,18 +12,10 @@ import psutil
 
 from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
-from boss_agent.config import Config, load_config
 from boss_agent.tasks import ApprovalRequest
+from tests.support.config import make_config
 from tests.support.waits import WAIT_S, eventually
 
-
-
-def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
-    workspace = tmp / "ws"
-    workspace.mkdir(parents=True, exist_ok=True)
-    return load_config(overrides={
-        "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
-        **overrides}, environ={})
 
 
 def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:

@@ -18,8 +18,9 @@ import pytest
 from boss_agent.config import Config
 from boss_agent.runner import Runner
 from boss_agent.tasks import ApprovalRequest, Task
+from tests.support.config import NO_CODEX, make_config
 from tests.support.appserver_memory import FakeTurn, MemoryAppServer
-from tests.support.runner import Sink, make_config
+from tests.support.runner import Sink
 
 pytestmark = pytest.mark.asyncio
 
@@ -29,7 +30,7 @@ UNIT_WAIT_S = 5.0  # everything here is in memory; a wait this long is a hang
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
     # No fallback: a path that fails before the turn must say so, not run codex exec.
-    return make_config(tmp_path, "/nonexistent/codex", **{"codex.fallback": []})
+    return make_config(tmp_path, NO_CODEX, **{"codex.fallback": []})
 
 
 @pytest.fixture

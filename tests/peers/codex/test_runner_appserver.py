@@ -20,7 +20,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, module_env, sleepers
+from tests.support.config import make_config
+from tests.support.runner import Sink, module_env, sleepers
 from tests.support.waits import eventually
 
 pytestmark = [

@@ -13,7 +13,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, missing_app_server
+from tests.support.config import make_config
+from tests.support.runner import Sink, missing_app_server
 from tests.support.waits import eventually
 
 pytestmark = [

@@ -23,7 +23,8 @@ from boss_agent.runner import Runner
 from boss_agent.service.manager import Host
 from boss_agent.service.plan import plan_install
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config
+from tests.support.config import make_config
+from tests.support.runner import Sink
 from tests.peers.codex.test_doctor import base_env, run_doctor
 from tests.peers.desktop.test_runner_cua import _spawn, _tool_search, _wm_running
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture

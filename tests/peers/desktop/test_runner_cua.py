@@ -19,7 +19,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config
+from tests.support.config import make_config
+from tests.support.runner import Sink
 from tests.support.waits import eventually
 
 pytestmark = [

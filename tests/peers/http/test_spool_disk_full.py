@@ -21,7 +21,8 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR, record_name
-from tests.support.daemon import FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import FaultProxy, StubRunner
 from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
 from tests.support.waits import eventually
 
@@ -60,7 +61,7 @@ def degraded_state(state_dir: Path) -> bool:
 async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
         tmp_path: Path, small_disk: Path) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, state_dir=str(small_disk / "state"))
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, state_dir=str(small_disk / "state"))
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         async with running(config, StubRunner(cards=1)) as daemon:
             filler = fill(small_disk)
@@ -84,7 +85,7 @@ async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
 async def test_journal_recovery_on_a_full_disk_does_not_stop_start_up(
         tmp_path: Path, small_disk: Path) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, state_dir=str(small_disk / "state"))
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, state_dir=str(small_disk / "state"))
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         (config.state_dir / RUNNING_DIR).mkdir()
         orphan = config.state_dir / RUNNING_DIR / "tsk_orphan.json"  # a dead daemon's entry

@@ -22,7 +22,8 @@ from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.gateway import AGENT, record_of, sdk_redis
 from tests.support.waits import eventually
 
@@ -123,7 +124,8 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
 ) -> None:
     stream = f"byai_gateway:ctrl:agent_type:{AGENT}"
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, max_concurrent_tasks=1, gateway__enabled=True,
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path,
+                             max_concurrent_tasks=1, gateway__enabled=True,
                              gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=RetryPolicy.fast())
         # Work waits on both sources before the daemon starts: each grabs its own at once.

@@ -18,7 +18,8 @@ from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import wire
-from tests.support.daemon import WAIT_S, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, StubRunner
 from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, start_until_ready
 from tests.support.waits import eventually
 
@@ -31,7 +32,8 @@ DEEP = {"data": "[" * 200_000}  # RecursionError in json.loads, not ValueError
 @asynccontextmanager
 async def running_daemon(tmp_path: Path, redis_url: str) -> AsyncIterator[Daemon]:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
-        config = make_config(tmp_path, cp.url, gateway__enabled=True, gateway__redis_url=redis_url)
+        config = make_config(tmp_path, server_url=cp.url, workspace=tmp_path,
+                             gateway__enabled=True, gateway__redis_url=redis_url)
         await pair_device(config.state_dir, cp.url, cp.create_pairing_code(),
                           policy=RetryPolicy.fast())
         daemon = Daemon(config, runner=StubRunner(cards=0), retry_policy=RetryPolicy.fast(),

@@ -26,7 +26,8 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import RetryPolicy
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.gateway import AGENT, ask, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
@@ -45,7 +46,7 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
     tmp_path: Path, redis_server: RedisProcess,
 ) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, gateway__enabled=True,
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, gateway__enabled=True,
                              gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
                                      policy=FAST)
@@ -87,7 +88,7 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
     try:
         await listener.ready()
         async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-            config = make_config(tmp_path, proxy.url, codex__bin=codex_bin,
+            config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin,
                                  codex__app_server_transport="ws",
                                  codex__app_server_url=listener.url, gateway__enabled=True,
                                  gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
