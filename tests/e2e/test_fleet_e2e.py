@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -30,6 +29,7 @@ from boss_agent.identity import LOCAL_ID_FILE
 from boss_agent.sources.gateway import keys
 from tests.support.gateway import AGENT, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
+from tests.support.cli import cli_env
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio]
 
@@ -190,11 +190,10 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
 
 
 def _subprocess_env(settings: dict[str, Any], home: Path, worker_id: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BOSS_")}
     empty = home.parent / "config.toml"
     empty.write_text("")
-    env.update({
-        "BOSS_AGENT_CONFIG": str(empty), "HOME": str(home.parent), "CODEX_HOME": str(home),
+    return cli_env(home.parent, **{
+        "BOSS_AGENT_CONFIG": str(empty), "CODEX_HOME": str(home),
         "BOSS_STATE_DIR": settings["state_dir"], "BOSS_WORKSPACES": settings["workspaces"][0],
         "BOSS_CODEX_BIN": settings["codex.bin"], "BOSS_CODEX_SANDBOX": "danger-full-access",
         "BOSS_CODEX_MAX_SANDBOX": "danger-full-access", "BOSS_MAX_CONCURRENT_TASKS": "1",
@@ -202,7 +201,6 @@ def _subprocess_env(settings: dict[str, Any], home: Path, worker_id: str) -> dic
         "BOSS_GATEWAY_AGENT_TYPES": ",".join(settings["gateway.agent_types"]),
         "BOSS_GATEWAY_WORKER_ID": worker_id, "BOSS_LOG_LEVEL": "debug",
     })
-    return env
 
 
 async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_never_run_again(

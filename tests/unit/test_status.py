@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +21,8 @@ from boss_agent.daemon.statefile import write_state
 from boss_agent.timefmt import utc_now
 from boss_agent.cli.status import collect_status
 from boss_agent.tasks import TaskResult
-from tests.conftest import REPO
 from tests.support.config import NO_CODEX, make_config
+from tests.support.cli import cli_env, run_cli
 
 CLI_TIMEOUT_S = 60
 TOKEN = "bdt_secret_token_0123456789abcdef"
@@ -122,15 +120,12 @@ def test_status_on_the_command_line_prints_lines_and_json(home: Path) -> None:
     config = make_config(home, NO_CODEX)
     pair(config.state_dir)
     write_state(config.state_dir, {"codex_version": "0.171.0", "codex_transport": "stdio"})
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BOSS_")},
-           "HOME": str(home), "BOSS_STATE_DIR": str(config.state_dir), "BOSS_CODEX_BIN": "/nonexistent"}
-    text = subprocess.run([sys.executable, "-m", "boss_agent", "status"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+    env = cli_env(home, BOSS_STATE_DIR=str(config.state_dir), BOSS_CODEX_BIN="/nonexistent")
+    text = run_cli("status", env=env)
     assert text.returncode == 0, text.stderr
     lines = dict(line.split(None, 1) for line in text.stdout.splitlines())
     assert lines["paired"] == "yes" and lines["daemonRunning"] == "no"
     assert lines["codexVersion"] == "0.171.0"
-    raw = subprocess.run([sys.executable, "-m", "boss_agent", "status", "--json"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+    raw = run_cli("status", "--json", env=env)
     assert json.loads(raw.stdout)["deviceId"] == "dev_1"
     assert TOKEN not in text.stdout + raw.stdout

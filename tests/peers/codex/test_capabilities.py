@@ -6,27 +6,18 @@ the same data from the cache without starting codex."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.cli import isolated, run_cli
 
-CLI_TIMEOUT_S = 90  # --refresh starts codex and runs discovery
 
 
 def cli(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "config.toml").touch()
-    (tmp_path / "home").mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOSS_", "XDG_"))}
-    env.update({"HOME": str(tmp_path / "home"), "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
-                "BOSS_STATE_DIR": str(tmp_path / "state")}, **extra)
-    return subprocess.run([sys.executable, "-m", "boss_agent", "capabilities", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+    return run_cli("capabilities", *args, env=isolated(tmp_path, **extra))
 
 
 def test_without_a_discovery_it_says_how_to_get_one(tmp_path: Path) -> None:

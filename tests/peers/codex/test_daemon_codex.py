@@ -26,6 +26,7 @@ from boss_agent.sources.boss.spool import record_name
 from tests.conftest import PINNED_CODEX_VERSION, REPO
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.cli import isolated
 
 pytestmark = pytest.mark.codex
 FAST = RetryPolicy.fast()
@@ -83,10 +84,8 @@ def _discovered(proxy: FaultProxy) -> bool:
 
 
 def _daemon_process(tmp_path: Path, config_url: str, codex_bin: str, codex_home: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BOSS_SERVER_URL": config_url, "BOSS_STATE_DIR": str(tmp_path / "state"),
-           "BOSS_CODEX_BIN": codex_bin, "BOSS_WORKSPACES": str(tmp_path), "CODEX_HOME": str(codex_home),
-           "BOSS_GRACE_PERIOD_S": "0", "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml")}
-    (tmp_path / "config.toml").write_text("")
+    env = isolated(tmp_path, BOSS_SERVER_URL=config_url, BOSS_CODEX_BIN=codex_bin, BOSS_WORKSPACES=str(tmp_path),
+                   CODEX_HOME=str(codex_home), BOSS_GRACE_PERIOD_S="0")
     log = (tmp_path / "daemon.log").open("ab")
     return subprocess.Popen([sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
                             stdout=log, stderr=log)

@@ -6,7 +6,6 @@ ControlPlane on loopback, the real codex app-server once paired."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from boss_agent.daemon.statefile import status_snapshot
 from boss_agent.demo import scripted_model as sm
 from tests.conftest import REPO
 from tests.support.waits import eventually
+from tests.support.cli import isolated, run_cli_async
 
 START_S = 90.0  # pairing noticed, codex app-server started, on a loaded 2-core machine
 EXIT_S = 30.0
@@ -26,11 +26,8 @@ WAITING_LINE = "waiting for pairing"
 
 
 def _env(tmp_path: Path, server: str, codex_bin: str, codex_home: Path) -> dict[str, str]:
-    (tmp_path / "config.toml").write_text("")
-    return {**os.environ, "BOSS_SERVER_URL": server, "BOSS_STATE_DIR": str(tmp_path / "state"),
-            "BOSS_CODEX_BIN": codex_bin, "BOSS_WORKSPACES": str(tmp_path),
-            "CODEX_HOME": str(codex_home), "BOSS_GRACE_PERIOD_S": "0",
-            "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml")}
+    return isolated(tmp_path, BOSS_SERVER_URL=server, BOSS_CODEX_BIN=codex_bin, BOSS_WORKSPACES=str(tmp_path),
+                    CODEX_HOME=str(codex_home), BOSS_GRACE_PERIOD_S="0")
 
 
 def _start(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -49,11 +46,8 @@ def _state_is(tmp_path: Path, proc: subprocess.Popen[bytes], state: str) -> bool
 
 
 async def _pair(cp: ControlPlane, env: dict[str, str]) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", "pair", cp.create_pairing_code(), "--server", cp.url,
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), EXIT_S)
-    assert proc.returncode == 0, err.decode()
+    done = await run_cli_async("pair", cp.create_pairing_code(), "--server", cp.url, env=env, timeout=EXIT_S)
+    assert done.returncode == 0, done.stderr
 
 
 async def _stop(proc: subprocess.Popen[bytes]) -> int:
