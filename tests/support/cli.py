@@ -19,6 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typer.testing import CliRunner, Result
+
+from boss_agent.cli.app import app
+from boss_agent.cli.support import G
+
 REPO = Path(__file__).resolve().parents[2]
 # doctor and capabilities --refresh start codex and run discovery; most commands take < 2 s.
 CLI_TIMEOUT_S = 90
@@ -64,3 +69,17 @@ async def run_cli_async(*args: str, env: dict[str, str], cwd: Path = REPO,
         raise
     assert proc.returncode is not None
     return subprocess.CompletedProcess([*CLI, *args], proc.returncode, out.decode(), err.decode())
+
+
+def invoke(*args: str, env: dict[str, str]) -> Result:
+    """``boss-agent *args`` in-process (typer's ``CliRunner``), seeing only ``env``'s settings.
+
+    The outer ``BOSS_*``/``XDG_*``/``CODEX_*`` variables are unset for the call, as ``cli_env``
+    leaves them out of a subprocess; the root options the call sets are put back after it.
+    """
+    hidden: dict[str, str | None] = {key: None for key in os.environ if key.startswith(OUTER_PREFIXES)}
+    saved = G.config_path, G.debug
+    try:
+        return CliRunner().invoke(app, list(args), env={**hidden, **env})
+    finally:
+        G.config_path, G.debug = saved

@@ -22,7 +22,7 @@ from boss_agent.timefmt import utc_now
 from boss_agent.cli.status import collect_status
 from boss_agent.tasks import TaskResult
 from tests.support.config import NO_CODEX, make_config
-from tests.support.cli import cli_env, run_cli
+from tests.support.cli import cli_env, invoke
 
 CLI_TIMEOUT_S = 60
 TOKEN = "bdt_secret_token_0123456789abcdef"
@@ -121,11 +121,11 @@ def test_status_on_the_command_line_prints_lines_and_json(home: Path) -> None:
     pair(config.state_dir)
     write_state(config.state_dir, {"codex_version": "0.171.0", "codex_transport": "stdio"})
     env = cli_env(home, BOSS_STATE_DIR=str(config.state_dir), BOSS_CODEX_BIN="/nonexistent")
-    text = run_cli("status", env=env)
-    assert text.returncode == 0, text.stderr
+    text = invoke("status", env=env)
+    assert text.exit_code == 0, text.output
     lines = dict(line.split(None, 1) for line in text.stdout.splitlines())
     assert lines["paired"] == "yes" and lines["daemonRunning"] == "no"
     assert lines["codexVersion"] == "0.171.0"
-    raw = run_cli("status", "--json", env=env)
+    raw = invoke("status", "--json", env=env)
     assert json.loads(raw.stdout)["deviceId"] == "dev_1"
     assert TOKEN not in text.stdout + raw.stdout

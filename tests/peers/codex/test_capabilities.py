@@ -7,22 +7,23 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
+from typer.testing import Result
 
-from tests.support.cli import isolated, run_cli
+from tests.support.cli import invoke, isolated, run_cli
 
 
 
-def cli(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("capabilities", *args, env=isolated(tmp_path, **extra))
+def cli(tmp_path: Path, *args: str, **extra: str) -> Result:
+    """``capabilities`` in-process: only its output is looked at."""
+    return invoke("capabilities", *args, env=isolated(tmp_path, **extra))
 
 
 def test_without_a_discovery_it_says_how_to_get_one(tmp_path: Path) -> None:
     raw = cli(tmp_path, "--json")
-    assert raw.returncode == 0, raw.stderr
+    assert raw.exit_code == 0, raw.output
     assert json.loads(raw.stdout) == {"discovered": False}
     text = cli(tmp_path)
     assert "capabilities --refresh" in text.stdout
@@ -33,7 +34,7 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
     tmp_path: Path, codex_bin: str, codex_home: Path,
 ) -> None:
     fresh = cli(tmp_path, "--refresh", "--json", BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home))
-    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.exit_code == 0, fresh.output
     data = json.loads(fresh.stdout)
     assert data["discovered"] is True and data["codexVersion"] == "0.171.0"
     ids = [m["id"] for m in data["models"]]
@@ -46,7 +47,7 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
 
     # No codex now: the plain command must read the cache, not start the app-server.
     cached = cli(tmp_path, "--json", BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
-    assert cached.returncode == 0, cached.stderr
+    assert cached.exit_code == 0, cached.output
     again = json.loads(cached.stdout)
     assert [m["id"] for m in again["models"]] == ids and again["ageS"] >= 0
     text = cli(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")).stdout
@@ -55,7 +56,8 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
 
 
 def test_refresh_without_codex_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    done = cli(tmp_path, "--refresh", BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
+    # the real entry point: its exit code and what reaches stderr
+    done = run_cli("capabilities", "--refresh", env=isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")))
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     assert "discovery failed" in done.stderr
