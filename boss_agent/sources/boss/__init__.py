@@ -1,4 +1,4 @@
-"""The Boss control plane task source (boss-device-api.md): HTTP client, spool, loops."""
+"""The Boss control plane task source (docs/device-api.md): HTTP client, spool, loops."""
 
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.retry import RetryPolicy

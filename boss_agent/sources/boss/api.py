@@ -1,4 +1,4 @@
-"""The Boss device API client (boss-device-api.md), one method per endpoint.
+"""The Boss device API client (docs/device-api.md), one method per endpoint.
 
 This is the boundary where httpx meets the daemon: transport failures become
 ``BossUnreachable``, error answers become ``BossApiError`` (``Unauthorized`` for 401,
