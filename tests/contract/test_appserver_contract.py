@@ -26,6 +26,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import ApprovalRequest, Task
 from tests.support.appserver_memory import FakeTurn, MemoryAppServer, Script
+from tests.support.approvals import ParentAndChild
 from tests.support.runner import WAIT_S, Sink, module_env
 
 pytestmark = pytest.mark.asyncio
@@ -55,6 +56,12 @@ async def _fails(turn: FakeTurn) -> None:
     turn.fail("unexpected status 401 Unauthorized: Incorrect API key provided")
 
 
+async def _sub_agent_asks(turn: FakeTurn) -> None:
+    child = await turn.spawn_child()
+    await child.ask_command(COMMAND)
+    await turn.say("the sub-agent made the marker")
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -62,6 +69,8 @@ class Scenario:
     script: Script  # what the fake does instead
     on_approval: str  # accept | cancel | lose
     expect: dict[str, Any] = field(default_factory=dict)
+    responder: Callable[[], sm.Responder] | None = None  # real codex: a fresh model that answers by request
+    slug: str = "gpt-5.5"  # the model name codex is told (an unknown one gets the sub-agent tools)
 
 
 SCENARIOS = [
@@ -77,6 +86,10 @@ SCENARIOS = [
              "accept", {"status": "failed", "error_code": "codex_turn_failed", "approvals": [], "answer": None}),
     Scenario("app-server lost mid-turn", [sm.turn(_shell(COMMAND))], _command, "lose",
              {"status": "failed", "error_code": "app_server_lost", "approvals": ["cancelled"], "answer": None}),
+    Scenario("a sub-agent's approval", [], _sub_agent_asks, "accept",
+             {"status": "completed", "error_code": None, "approvals": ["accepted"],
+              "answer": "the sub-agent made the marker"},
+             responder=lambda: ParentAndChild(COMMAND), slug="mock-model"),
 ]
 
 
@@ -100,8 +113,10 @@ async def peer(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
                    env["config"], env["root"])
         return
     codex_bin = request.getfixturevalue("codex_bin")
-    with sm.ScriptedModel() as model:
+    scenario: Scenario = request.node.callspec.params["scenario"]
+    with sm.ScriptedModel(scenario.responder() if scenario.responder else None) as model:
         env = module_env(tmp_path, model, codex_bin)
+        sm.write_codex_home(env["home"], model.base_url, model=scenario.slug)
         async with AppServer.from_config(env["config"], codex_home=env["home"]) as app:
 
             def kill() -> None:
