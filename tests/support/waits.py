@@ -18,11 +18,11 @@ POLL_S = 0.02  # for conditions with no event to await
 
 
 async def eventually(predicate: Callable[[], Any], timeout: float = WAIT_S, *,
-                     changed: asyncio.Event | None = None) -> Any:
+                     changed: asyncio.Event | None = None, every: float = POLL_S) -> Any:
     """Until ``predicate()`` (sync or async) is truthy; return its value. TimeoutError past ``timeout``.
 
     With ``changed``, re-check each time that event is set (the caller's code sets it on
-    every change); without, poll.
+    every change); without, poll ``every`` seconds.
     """
     async with asyncio.timeout(timeout):
         while True:
@@ -36,7 +36,7 @@ async def eventually(predicate: Callable[[], Any], timeout: float = WAIT_S, *,
             if changed is not None:
                 await changed.wait()
             else:
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(every)
 
 
 async def within[T](awaitable: Awaitable[T], timeout: float = WAIT_S) -> T:

@@ -227,15 +227,14 @@ async def test_a_steer_joins_the_active_turn_and_follows_it_to_the_end(
                                                   codex_thread_ref=thread), Sink(), asyncio.Event()))
 
         async def active_turn() -> str | None:
+            """The hung turn's id, once the model has its request (codex has no event for it)."""
+            if len(module_model.requests) < 3:
+                return None
             page = await client.thread_turns_list(thread, limit=1, sortDirection="desc")
             turn = (page.get("data") or [{}])[0]
             return turn.get("id") if turn.get("status") == "inProgress" else None
 
-        turn_id = None
-        async with asyncio.timeout(30):
-            while turn_id is None or len(module_model.requests) < 3:
-                turn_id = await active_turn()
-                await asyncio.sleep(0.05)
+        turn_id = await eventually(active_turn)
         steer = await runner.run(Task("t-st3", "focus on tests", workdir=str(work), codex_thread_ref=thread,
                                       target_turn_id=turn_id), Sink(), asyncio.Event())
     assert steer.status == "completed" and steer.turn_id == turn_id
