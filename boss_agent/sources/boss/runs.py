@@ -22,6 +22,7 @@ from typing import Any
 
 from boss_agent.aio import race
 from boss_agent.errors import TaskRejected
+from boss_agent.progress.card import Card
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.api import BossApi
@@ -54,8 +55,8 @@ class BossTaskSink:
         self.approvals = approvals
         self.cancel = cancel
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        self.uploader.update(card)
+    async def progress(self, card: Card) -> None:
+        self.uploader.update(card)  # a reference: serialized only if it is uploaded
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
