@@ -112,6 +112,9 @@ class TaskSink(Protocol):
         ``cancelled``, ``timeout``), so the person is no longer asked.
         """
 
+    # Optional: ``async def ready_to_run(self) -> None`` — the runner awaits it right
+    # before Codex may act (turn/start, turn/steer, injected items, codex exec), not
+    # before thread/start: the Boss source's running journal is written meanwhile.
     # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
     # the live thread and turn, as soon as Codex named them (a source that lets its user
     # steer the turn or continue the thread sends them on; the card never carries ids).
