@@ -3,11 +3,12 @@
 The runner may report a new card for every streamed token; the uploader keeps only
 the latest card (a reference to the immutable ``Card``: it is serialized only when
 an upload actually goes out, a few times a second, not per token) and sends at most
-``MAX_UPLOADS_PER_S`` requests per task, with
-``seq`` growing by one per upload. ``close`` sends the final card (if it was not the
-last one sent) before ``run`` returns. A ``404``/``409`` answer (the task was taken
-away) or ``cancelRequested: true`` sets the task's cancel event. Once the runner
-names the live thread and turn (``set_refs``), every upload carries them too, and
+``MAX_UPLOADS_PER_S`` requests per task, with ``seq`` growing by one per upload. The
+first goes out one window after the task starts (the claim already told the server
+it runs). ``close`` sends the final card (if it was not the last one sent) before
+``run`` returns. A ``404``/``409`` answer (the task was taken away) or
+``cancelRequested: true`` sets the task's cancel event. Once the runner names the
+live thread and turn (``set_refs``), every upload carries them too, and
 learning them is itself a change worth an upload: the app steers with them.
 """
 
@@ -70,7 +71,11 @@ class ProgressUploader:
         self._dirty.set()
 
     async def run(self) -> None:
-        last_upload = -float("inf")
+        # The first window starts now, not at the first upload: the claim already made
+        # the task ``running`` on the server, and an upload sent at once would share
+        # the daemon's CPU with the runner's thread/start and turn/start. ``close``
+        # still ends the window at once, so a short task sends just its final card.
+        last_upload = time.monotonic()
         while not self._gone:
             await self._dirty.wait()
             wait = last_upload + self.min_interval_s - time.monotonic()

@@ -195,3 +195,22 @@ async def test_the_runner_card_is_serialized_per_upload_not_per_delta_and_the_fi
     assert uploads[-1]["executionProgress"] == to_dict(feed.card)
     assert uploads[-1]["executionProgress"]["status"] == "completed"
     assert uploads[-1]["executionProgress"]["answerPreview"].endswith(f" w{DELTAS - 1}")
+
+
+async def test_the_first_card_waits_one_window_so_no_upload_races_the_turn_start(
+    server: tuple[Script, str],
+) -> None:
+    """The claim already made the task ``running`` on the server; the first card goes
+    out after one coalescing window (or at close), not while the runner starts the turn."""
+    script, url = server
+    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", asyncio.Event(), min_interval_s=60.0)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await asyncio.sleep(0)  # the uploader waits for its first card
+            uploader.update({"status": "running"})
+            for _ in range(3):
+                await asyncio.sleep(0)  # it has seen the card (and, unfixed, started sending it)
+            uploader.close({"status": "completed"})
+    uploads = [body["executionProgress"] for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert uploads == [{"status": "completed"}]
