@@ -2,7 +2,7 @@
 
 The npm package installs a node wrapper (``bin/codex.js``) that stays as the parent
 of the native binary. Spawning the native binary directly saves ~150 ms per start
-(codex-app-server-facts.md §5), so ``resolve_native`` looks for it next to the
+(observed on codex 0.171.0), so ``resolve_native`` looks for it next to the
 wrapper and sets the two variables the wrapper would have set.
 """
 

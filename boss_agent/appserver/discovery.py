@@ -2,7 +2,7 @@
 
 ``discover`` asks the app-server for its models, provider capabilities, skills,
 plugins and apps, and normalizes them into ``capabilities.codexAppServer.metadata``
-of boss-device-api.md §2. ``DiscoveryCache`` keeps the last good result in
+of docs/device-api.md §2. ``DiscoveryCache`` keeps the last good result in
 ``state_dir/discovery.json`` (mode 0600) for ``codex.app_server_discovery_ttl_ms``; a
 codex upgrade (another version) also invalidates it. A failed discovery never blocks a
 heartbeat: it warns, keeps the last good data and adds a short sanitized
@@ -53,7 +53,7 @@ _DEEP_TEXT = re.compile(r"most capable", re.IGNORECASE)
 
 async def discover(client: AppServerClient, version: str, *,
                    cwds: list[Path] | None = None) -> dict[str, Any]:
-    """The metadata dict of boss-device-api.md §2, from a live client.
+    """The metadata dict of docs/device-api.md §2, from a live client.
 
     ``cwds`` are the directories whose skills count (default: the home directory).
     """

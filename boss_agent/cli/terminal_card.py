@@ -1,6 +1,6 @@
 """Drawing an ``executionProgress`` card in a terminal, for `boss-agent task --follow`.
 
-It reads only the allow-listed keys of execution-progress.md and prints them as the
+It reads only the allow-listed keys of docs/progress-card.md and prints them as the
 Boss app would: status, steps, tools, approvals, files, branch, tokens, warnings and
 the answer. The card is already sanitized by the daemon; this module only lays it out
 (with rich, escaping every string so card text cannot inject markup).

@@ -6,7 +6,7 @@ all of it live on a web page where the user submits tasks, approves and cancels.
 
 Modules, by responsibility:
     server.py    ``ControlPlane`` (the runner) and ``serve``; the aiohttp app factory
-    api.py       the device API v1, server side (boss-device-api.md)
+    api.py       the device API v1, server side (docs/device-api.md)
     local.py     the local API for the page and `boss-agent task` (table there), SSE
     web.py       the page and its static files (``static/``)
     security.py  the doors: loopback Host, same Origin, installation secret

@@ -1,4 +1,4 @@
-"""The device API, v1 (boss-device-api.md): the server side of every endpoint.
+"""The device API, v1 (docs/device-api.md): the server side of every endpoint.
 
 Handlers validate the body (a wrong type is a 400, never a 500), authenticate the
 device by its bearer token (401 ``invalid_token`` for an unknown or revoked one),

@@ -1,6 +1,6 @@
 """The execution progress card: its allow-listed fields and its one serializer.
 
-A ``Card`` is immutable. It holds only the fields execution-progress.md names (plus a
+A ``Card`` is immutable. It holds only the fields docs/progress-card.md names (plus a
 few private bookkeeping values the reducer needs: the workdir, hashed correlation keys,
 the count of ignored methods). Correlation keys are ``hash()``es of codex ids, so no
 thread, turn, item or request id is ever stored, let alone serialized.
@@ -27,7 +27,7 @@ ANSWER_PREVIEW_CHARS = 500  # the card shows the tail of the answer; the full te
 FIELD_CHARS = 300  # any other string on the card is a label or a one-line summary
 GOAL_CHARS = 500  # a goal is one objective, longer than a label
 REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise on a phone
-TRANSCRIPT_PREVIEW_CHARS = 200  # execution-progress.md: realtime transcriptPreview ≤ 200 chars
+TRANSCRIPT_PREVIEW_CHARS = 200  # docs/progress-card.md: realtime transcriptPreview ≤ 200 chars
 TRANSCRIPT_WINDOW_CHARS = TRANSCRIPT_PREVIEW_CHARS + PREVIEW_CONTEXT  # what the card keeps of it
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
 

@@ -1,7 +1,7 @@
 """Thread-, account- and model-level notifications onto the card.
 
 Each handler is ``(card, params) -> card`` and copies only the allow-listed values of
-execution-progress.md: states, labels, counts. Things the card must never hold are
+docs/progress-card.md: states, labels, counts. Things the card must never hold are
 not read at all: ``installationId``, thread-settings ``cwd``, realtime SDP and audio,
 raw realtime items, config file paths, compaction turn ids.
 """

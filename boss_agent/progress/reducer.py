@@ -10,7 +10,7 @@ type. Each entry is a handler or ``None`` (deliberately ignored), with the reaso
 tables do not classify. At run time a method nobody knows (a newer codex) is ignored
 and counted in ``card.ignored_count``, never an error.
 
-Ordering facts this relies on (codex-app-server-facts.md §6): interrupt and steer leave
+Ordering facts this relies on (observed on codex 0.171.0): interrupt and steer leave
 items open, so ``turn/completed`` closes them; ``serverRequest/resolved`` may arrive
 after ``turn/completed``; retries show up as ``error`` with ``willRetry``.
 """

@@ -43,7 +43,7 @@ from boss_agent.logs import OURS, remove_handlers, setup_logging
 from boss_agent.progress.card import Card, final_answer, new_card
 from boss_agent.progress.reducer import reduce
 from boss_agent.sources.gateway import wire
-from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.tasks import TaskResult
 
@@ -168,7 +168,7 @@ class Harness:
     def sink(self) -> GatewaySink:
         async def noop(*_: Any) -> None:
             return None
-        publisher = Publisher(None, self.ctx, RetryPolicy(), sub_agent=False)  # type: ignore[arg-type]
+        publisher = Publisher(None, self.ctx, RedisRetry(), sub_agent=False)  # type: ignore[arg-type]
         return GatewaySink(publisher, asyncio.Event(), noop, noop)
 
     def events(self, sink: GatewaySink, card: Card) -> list[dict[str, Any]]:

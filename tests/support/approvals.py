@@ -22,7 +22,7 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.runner import Runner
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support.daemon import WAIT_S, FaultProxy, make_config
@@ -30,7 +30,7 @@ from tests.support.gateway import AGENT, read_events, delta_text
 from tests.support.gateway import FAST as GATEWAY_TIMING
 from tests.support.runner import make_config as make_runner_config
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 TURN_WAIT_S = 60  # parent, child and an approval round trip on a loaded 2-core box
 FINAL = ("completed", "failed", "cancelled")
 

@@ -26,7 +26,7 @@ from boss_agent.config import Config, load_config
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.progress.card import new_card
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
@@ -147,7 +147,7 @@ def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
 async def paired_daemon(config: Config, server_url: str, pairing_code: str,
                         codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
     """A daemon paired with ``server_url`` and claiming; yields it and its run; stops it after."""
-    policy = RetryPolicy.fast()
+    policy = BossApiRetry.fast()
     await pair_device(config.state_dir, server_url, pairing_code, policy=policy)
     daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                     retry_policy=policy, claim_wait_ms=300, handle_signals=False)

@@ -1,6 +1,6 @@
 """The reducer as a pure function: no event loop, no codex, one message at a time.
 
-The message shapes are the ones codex 0.171.0 emits (codex-app-server-facts.md); the
+The message shapes are the ones codex 0.171.0 emits (observed on the real binary); the
 real-binary transcripts are in test_card_transcripts.py.
 """
 

@@ -29,7 +29,7 @@ from boss_agent.jsonshape import obj
 from boss_agent.progress.card import Artifact, Card, answer_preview
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
-from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.tasks import ApprovalRequest
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ _SUB_AGENT_TYPES = {wire.ANSWER_DELTA: wire.REASONING_LOG_DELTA, wire.FINAL_ANSW
 class Publisher:
     """Writes one task's events to its session's data stream (trimmed and expiring)."""
 
-    def __init__(self, redis: aioredis.Redis, ctx: wire.EventContext, policy: RetryPolicy,
+    def __init__(self, redis: aioredis.Redis, ctx: wire.EventContext, policy: RedisRetry,
                  sub_agent: bool) -> None:
         self.redis = redis
         self.ctx = ctx

@@ -21,13 +21,13 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import RUNNING_DIR, RunningJournal
 from tests.support.daemon import WAIT_S, make_config
 from tests.support.runner import poll
 
 pytestmark = pytest.mark.codex
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 HOLD_S = 10.0  # the longest the held write waits for the test (the unfixed daemon blocked on it)
 ANSWER = "journaled first"
 
