@@ -17,17 +17,14 @@ from typing import Any
 
 import pytest
 
-from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import RUNNING_DIR, RunningJournal
-from tests.support.daemon import WAIT_S, make_config
-from tests.support.runner import poll
+from tests.support.approvals import daemon_on_codex
+from tests.support.daemon import WAIT_S
 
 pytestmark = pytest.mark.codex
-FAST = BossApiRetry.fast()
+POLL_S = 0.02  # how often the test asks the app-server for loaded threads (no event says so)
 HOLD_S = 10.0  # the longest the held write waits for the test (the unfixed daemon blocked on it)
 ANSWER = "journaled first"
 
@@ -67,38 +64,22 @@ async def test_thread_start_overlaps_the_journal_write_and_the_turn_waits_for_it
     monkeypatch.setattr(RunningJournal, "add", held.wrap(RunningJournal.add))
     with sm.ScriptedModel(responder=held.respond) as model:
         home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
-        async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
-            config = make_config(tmp_path, cp.url, codex__bin=codex_bin)
-            await pair_device(config.state_dir, cp.url, cp.create_pairing_code(), policy=FAST)
-            daemon = Daemon(config, codex_home=home, env={"CODEX_HOME": str(home)},
-                            retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-            ready = asyncio.Event()
-            async with asyncio.TaskGroup() as tg:
-                job = tg.create_task(daemon.run(ready))
-                await asyncio.wait_for(ready.wait(), 60)
-                task_id = cp.submit_task("say it", workdir=str(workdir))
-                try:
-                    threads: list[Any] = []
-
-                    async def thread_started() -> bool:
-                        threads[:] = await _loaded_threads(daemon)
-                        return bool(threads)
-
-                    async with asyncio.timeout(WAIT_S):
-                        while not await thread_started():
-                            await asyncio.sleep(0.02)
-                    # thread/start went out while the journal's write was still held...
-                    assert not held.written.is_set()
-                    # ...and nothing of the turn did.
-                    assert model.requests == []
-                finally:
-                    held.release.set()
-                await poll(lambda: cp.task(task_id)["status"] in ("completed", "failed", "cancelled"),
-                           timeout=60)
-                daemon.request_stop()
-                await asyncio.wait_for(job, WAIT_S)
-            view = cp.task(task_id)
+        async with daemon_on_codex(tmp_path, codex_bin, home) as setup:
+            task_id = setup.cp.submit_task("say it", workdir=str(workdir))
+            try:
+                async with asyncio.timeout(WAIT_S):
+                    while not await _loaded_threads(setup.daemon):
+                        await asyncio.sleep(POLL_S)
+                # thread/start went out while the journal's write was still held...
+                assert not held.written.is_set()
+                # ...and nothing of the turn did.
+                assert model.requests == []
+            finally:
+                held.release.set()
+            await setup.until(lambda: setup.task(task_id)["status"] in ("completed", "failed", "cancelled"))
+            view = setup.task(task_id)
+            state_dir = setup.daemon.config.state_dir
     assert view["result"]["status"] == "completed", view["result"]
     assert view["result"]["resultText"] == ANSWER
     assert held.model_saw_unwritten == 0
-    assert list((config.state_dir / RUNNING_DIR).iterdir()) == []  # removed once the result was spooled
+    assert list((state_dir / RUNNING_DIR).iterdir()) == []  # removed once the result was spooled
