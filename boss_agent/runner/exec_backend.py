@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +69,19 @@ def check_resumable(ctx: RunContext, env: dict[str, str]) -> None:
         raise TaskFailed("this device has no Codex thread with that reference", "thread_not_found")
 
 
-def exec_argv(binary: CodexBinary, ctx: RunContext) -> list[str]:
-    """Options first, then ``--``, then the positionals: no task field can become an option."""
+def exec_argv(binary: CodexBinary, ctx: RunContext, overrides: Sequence[str] = ()) -> list[str]:
+    """Options first, then ``--``, then the positionals: no task field can become an option.
+
+    ``overrides``: further ``-c key=value`` pairs from the device (never from the task),
+    e.g. the CUA driver's MCP server.
+    """
     argv = [*binary.argv, "exec"]
     if ctx.thread_id:
         argv.append("resume")
     argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"',
              "-c", 'approval_policy="never"']
+    for override in overrides:
+        argv += ["-c", override]
     if ctx.task.model:
         argv.append(f"--model={ctx.task.model}")
     positionals = [ctx.thread_id, "-"] if ctx.thread_id else ["-"]
@@ -99,10 +105,12 @@ async def _events(stream: asyncio.StreamReader) -> AsyncIterator[dict[str, Any]]
 
 
 class ExecRun:
-    def __init__(self, ctx: RunContext, binary: CodexBinary, env: dict[str, str]) -> None:
+    def __init__(self, ctx: RunContext, binary: CodexBinary, env: dict[str, str],
+                 overrides: Sequence[str] = ()) -> None:
         self.ctx = ctx
         self.binary = binary
         self.env = env
+        self.overrides = tuple(overrides)
         self.answer: str | None = None
         self.error: str | None = None
         self.completed = False
@@ -112,7 +120,7 @@ class ExecRun:
         check_resumable(ctx, self.env)
         await ctx.ready_to_act()
         proc = await asyncio.create_subprocess_exec(
-            *exec_argv(self.binary, ctx), stdin=asyncio.subprocess.PIPE,
+            *exec_argv(self.binary, ctx, self.overrides), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ctx.workdir,
             env=child_environment({**self.binary.env, **self.env}), start_new_session=True,
             limit=MAX_LINE_BYTES,

@@ -4,6 +4,7 @@ collaboration summary, exec JSONL parsing, git facts and the CUA config."""
 from __future__ import annotations
 
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,16 @@ def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_
     assert server["env"] == {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0"}
     assert "DISPLAY" in server["env_vars"]
     assert {"get_desktop_state", "click"} <= set(server["enabled_tools"])
+
+
+def test_the_cua_exec_overrides_are_the_same_server_in_toml() -> None:
+    binary = '/opt/cua "driver"\\bin'  # quotes and a backslash survive the TOML quoting
+    parsed: dict[str, object] = {}
+    for override in cua.exec_overrides(binary):
+        key, _, value = override.partition("=")
+        assert key.startswith("mcp_servers.cua.")
+        parsed[key.removeprefix("mcp_servers.cua.")] = tomllib.loads(f"v = {value}")["v"]
+    assert parsed == cua.mcp_config(binary)["mcp_servers.cua"]
 
 
 async def test_the_cua_health_check_fails_cleanly_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
