@@ -38,6 +38,7 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.codexbin import find_codex
 from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
+from boss_agent.progress.card import Card
 from boss_agent.runner import Runner
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.tasks import ApprovalRequest, Task
@@ -68,7 +69,7 @@ class Arrivals:
 
 
 class NullSink:
-    async def progress(self, card: dict[str, Any]) -> None:
+    async def progress(self, card: Card) -> None:
         return None
 
     async def request_approval(self, request: ApprovalRequest) -> str:

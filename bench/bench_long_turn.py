@@ -26,6 +26,7 @@ import psutil
 
 from bench.bench_progress import _claim, _paired
 from boss_agent.controlplane import ControlPlane
+from boss_agent.progress.card import Card
 from boss_agent.runner.feed import CardFeed
 from boss_agent.sources.boss.progress import ProgressUploader
 from boss_agent.tasks import ApprovalRequest
@@ -44,7 +45,7 @@ class UploadSink:
     def __init__(self, uploader: ProgressUploader) -> None:
         self.uploader = uploader
 
-    async def progress(self, card: dict[str, Any]) -> None:
+    async def progress(self, card: Card) -> None:
         self.uploader.update(card)
 
     async def request_approval(self, request: ApprovalRequest) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from boss_agent.errors import TaskRejected
+from boss_agent.progress.card import Card
 
 INTENTS = ("conversation_reply", "dispatch_execution", "thread_collaboration", "computer_use")
 MAX_PROMPT_CHARS = 200_000  # a prompt larger than this is a client bug, not a task
@@ -98,8 +99,10 @@ class ApprovalRequest:
 class TaskSink(Protocol):
     """What a source gives the runner for one task."""
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        """The card changed. Cheap to call often: the source coalesces uploads."""
+    async def progress(self, card: Card) -> None:
+        """The card changed (called per streamed delta). Keep a reference and call
+        ``card.to_dict()`` only when it is really sent: the card is immutable, so the
+        last one kept is exactly what the runner had."""
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         """Ask the user; return the decision (or user-input answers). May block long.
@@ -109,6 +112,9 @@ class TaskSink(Protocol):
         ``cancelled``, ``timeout``), so the person is no longer asked.
         """
 
+    # Optional: ``async def ready_to_run(self) -> None`` — the runner awaits it right
+    # before Codex may act (turn/start, turn/steer, injected items, codex exec), not
+    # before thread/start: the Boss source's running journal is written meanwhile.
     # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
     # the live thread and turn, as soon as Codex named them (a source that lets its user
     # steer the turn or continue the thread sends them on; the card never carries ids).

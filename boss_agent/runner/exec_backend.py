@@ -118,6 +118,7 @@ class ExecRun:
     async def run(self) -> TurnOutcome:
         ctx = self.ctx
         check_resumable(ctx, self.env)
+        await ctx.ready_to_act()
         proc = await asyncio.create_subprocess_exec(
             *exec_argv(self.binary, ctx, self.overrides), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ctx.workdir,

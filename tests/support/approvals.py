@@ -70,9 +70,10 @@ class ParentAndChild:
 
 
 class DaemonOnCodex:
-    def __init__(self, cp: ControlPlane, proxy: FaultProxy) -> None:
+    def __init__(self, cp: ControlPlane, proxy: FaultProxy, daemon: Daemon) -> None:
         self.cp = cp
         self.proxy = proxy
+        self.daemon = daemon
 
     def task(self, task_id: str) -> dict[str, Any]:
         return self.cp.task(task_id)
@@ -137,7 +138,7 @@ async def daemon_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path,
             job = tg.create_task(daemon.run(ready))
             await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
             try:
-                yield DaemonOnCodex(cp, proxy)
+                yield DaemonOnCodex(cp, proxy, daemon)
             finally:
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)

@@ -13,6 +13,7 @@ import psutil
 from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.config import Config, load_config
+from boss_agent.progress.card import Card
 from boss_agent.tasks import ApprovalRequest
 
 WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
@@ -62,8 +63,8 @@ class Sink:
         self.decide = decide
         self.changed = asyncio.Event()
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        self.cards.append(card)
+    async def progress(self, card: Card) -> None:
+        self.cards.append(card.to_dict())  # tests read every card, so serialize each here
         self.changed.set()
 
     async def request_approval(self, request: ApprovalRequest) -> Any:

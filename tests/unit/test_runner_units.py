@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,6 +136,30 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
                      "gitOperations": [], "githubCli": "missing"}
     assert await gitfacts.branch_facts(tmp_path, "missing") is None or (tmp_path / ".git").exists()
     assert gitfacts.find_artifacts(repo, 0) == [{"name": "new.png", "kind": "image"}]
+
+
+async def test_git_facts_spawn_no_git_when_the_workdir_has_no_dot_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a ``.git`` in the workdir itself can count (the ceiling is its parent), so a
+    plain directory, even inside a repository, costs no fork+exec after the turn."""
+    spawned: list[list[str]] = []
+    real_probe = gitfacts.run_probe
+
+    async def counting(argv: list[str], **kwargs: Any) -> tuple[int, str]:
+        spawned.append(argv)
+        return await real_probe(argv, **kwargs)
+
+    monkeypatch.setattr(gitfacts, "run_probe", counting)
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
+    inside = repo / "sub"
+    inside.mkdir()
+    assert await gitfacts.branch_facts(tmp_path, "missing") is None
+    assert await gitfacts.branch_facts(inside, "missing") is None
+    assert spawned == []
+    assert (await gitfacts.branch_facts(repo, "missing") or {}).get("name") == "feature/x"
+    assert spawned
 
 
 def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_tools() -> None:
