@@ -41,7 +41,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.progress.card import Card
 from boss_agent.runner import Runner
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.tasks import ApprovalRequest, Task
+from boss_agent.tasks import ApprovalRequest, SinkDefaults, Task
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WINDOW_S = 20.0  # the full suite passes 60
@@ -68,7 +68,7 @@ class Arrivals:
         return self.times[count]
 
 
-class NullSink:
+class NullSink(SinkDefaults):
     async def progress(self, card: Card) -> None:
         return None
 

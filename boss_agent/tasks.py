@@ -105,19 +105,35 @@ class TaskSink(Protocol):
         last one kept is exactly what the runner had."""
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
-        """Ask the user; return the decision (or user-input answers). May block long.
+        """Ask the user; return the decision (or user-input answers). May block long."""
 
-        A sink may also offer ``withdraw_approval(approval_id, reason)``: the runner calls
-        it when Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
-        ``cancelled``, ``timeout``), so the person is no longer asked.
-        """
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        """Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
+        ``cancelled``, ``timeout``): the person is no longer asked."""
 
-    # Optional: ``async def ready_to_run(self) -> None`` — the runner awaits it right
-    # before Codex may act (turn/start, turn/steer, injected items, codex exec), not
-    # before thread/start: the Boss source's running journal is written meanwhile.
-    # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
-    # the live thread and turn, as soon as Codex named them (a source that lets its user
-    # steer the turn or continue the thread sends them on; the card never carries ids).
+    async def ready_to_run(self) -> None:
+        """Awaited right before Codex may act (turn/start, turn/steer, injected items,
+        codex exec), not before thread/start: the Boss source's running journal is
+        written meanwhile."""
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """The live thread and turn, as soon as Codex named them (a source that lets its
+        user steer the turn or continue the thread sends them on; the card never
+        carries ids)."""
+
+
+class SinkDefaults:
+    """No-op ``withdraw_approval``, ``ready_to_run`` and ``turn_started`` for a sink whose
+    source has nothing to do there: inherit it and write the two methods that matter."""
+
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        return None
+
+    async def ready_to_run(self) -> None:
+        return None
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        return None
 
 
 def _opt_str(raw: Mapping[str, Any], key: str, limit: int = MAX_ID_CHARS) -> str | None:

@@ -43,9 +43,7 @@ class RunContext:
         ``turn/steer``, injected items, ``codex exec``), never before: ``thread/start``
         and ``thread/resume`` run nothing, so they overlap with the source's write.
         """
-        ready = getattr(self.sink, "ready_to_run", None)
-        if ready is not None:
-            await ready()
+        await self.sink.ready_to_run()
 
     def input(self, text: str | None = None) -> list[dict[str, Any]]:
         return [{"type": "text", "text": self.task.prompt if text is None else text}]

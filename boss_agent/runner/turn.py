@@ -201,9 +201,8 @@ class AppServerTurn:
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
-        announce = getattr(ctx.sink, "turn_started", None)  # optional sink method (the gateway's)
-        if announce is not None:
-            await announce(ctx.thread_id, ctx.turn_id)
+        if ctx.thread_id is not None:
+            await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
     async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:

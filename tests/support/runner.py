@@ -14,7 +14,7 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.config import Config, load_config
 from boss_agent.progress.card import Card
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
 POLL_S = 0.05  # for conditions with no event to await (a process appearing)
@@ -54,7 +54,7 @@ def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: 
     return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
 
 
-class Sink:
+class Sink(SinkDefaults):
     """Records every card and approval; answers approvals with ``decide``."""
 
     def __init__(self, decide: Callable[[ApprovalRequest], Awaitable[Any]] | None = None) -> None:

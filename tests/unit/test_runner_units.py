@@ -16,7 +16,7 @@ from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
-from boss_agent.tasks import Task
+from boss_agent.tasks import SinkDefaults, Task
 
 
 def _config(tmp_path: Path, **overrides: object):
@@ -223,7 +223,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     withdrawn: list[str] = []
     release = asyncio.Event()
 
-    class SlowSink:
+    class SlowSink(SinkDefaults):
         async def progress(self, card: object) -> None: ...
 
         async def request_approval(self, request: object) -> str:

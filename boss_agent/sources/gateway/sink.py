@@ -30,7 +30,7 @@ from boss_agent.progress.card import Artifact, Card, answer_preview
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RedisRetry
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def ask_prompt(request: ApprovalRequest) -> str:
     return sanitize_text(" ".join(parts), limit=2000)
 
 
-class GatewaySink:
+class GatewaySink(SinkDefaults):
     """TaskSink for one gateway task."""
 
     def __init__(self, publisher: Publisher, cancel: asyncio.Event,
