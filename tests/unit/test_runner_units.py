@@ -250,3 +250,16 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     assert withdrawn == ["resolved"]  # the person is no longer asked
     assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
     assert "rm -rf" not in str(feed.events)
+
+
+def test_codex_exec_stderr_is_masked_before_its_tail_is_cut() -> None:
+    from boss_agent.runner.exec_backend import STDERR_TAIL_CHARS, stderr_tail
+
+    secret = "sk-proj-" + "Zq8" * 30
+    after = " " + "y" * 250
+    # Cutting the last 300 chars first would start inside the secret, past "sk-proj-",
+    # and leave a bare run of characters no rule recognises.
+    assert len(after) < STDERR_TAIL_CHARS < len(after) + len(secret)
+    tail = stderr_tail(("x" * 1000 + "\nerror: bad key " + secret + after).encode(), None)
+    assert "Zq8Zq8" not in tail and "[redacted]" in tail
+    assert tail.endswith("y" * 250) and len(tail) <= STDERR_TAIL_CHARS
