@@ -96,9 +96,10 @@ async def storm(seconds: float = DEFAULT_SECONDS, rate: float = DEFAULT_RATE) ->
             arrivals: list[float] = []
             record = cp.core.progress
 
-            def counting(device_id: str, task_id: str, seq: int, card: dict[str, Any]) -> bool:
+            def counting(device_id: str, task_id: str, seq: int, card: dict[str, Any],
+                         refs: dict[str, str] | None = None) -> bool:
                 arrivals.append(time.monotonic())
-                return record(device_id, task_id, seq, card)
+                return record(device_id, task_id, seq, card, refs)
 
             cp.core.progress = counting  # type: ignore[method-assign]  # count in the server itself
             async with await _paired(cp) as api:

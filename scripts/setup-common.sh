@@ -41,13 +41,27 @@ find_python312() {
   return 1
 }
 
+# installed_with HASH EXTRAS — is there a stamp for HASH whose extras include all of EXTRAS?
+# (a venv set up by scripts/test.sh with `test,cua` already serves up.sh's `cua`)
+installed_with() {
+  local hash="$1" want="$2" stamp have extra ok
+  for stamp in "$VENV/.installed-$hash-"*; do
+    [ -f "$stamp" ] || continue
+    have=",${stamp##*/.installed-"$hash"-},"
+    ok=1
+    for extra in ${want//,/ }; do [[ "$have" == *",$extra,"* ]] || ok=0; done
+    [ "$ok" = 1 ] && return 0
+  done
+  return 1
+}
+
 # ensure_venv EXTRAS — a project venv with boss-agent installed (editable) with EXTRAS.
 ensure_venv() {
   local extras="$1" stamp python hash target="$ROOT"
   hash="$(sha256sum < "$ROOT/pyproject.toml" | cut -c1-16)"
   stamp="$VENV/.installed-$hash-${extras:-base}"
   [ -n "$extras" ] && target="$ROOT[$extras]"
-  [ -f "$stamp" ] && return 0
+  installed_with "$hash" "$extras" && return 0
   if [ ! -x "$VENV/bin/python" ]; then
     python="$(find_python312)" || {
       log "no Python >= 3.12 found; trying Debian's python3"

@@ -3,7 +3,13 @@
 # `boss-agent up` (the local control plane + the daemon, paired). Without a codex
 # login it runs with --demo (a built-in scripted model, no OpenAI account needed).
 # On Linux and macOS it also installs the computer-use driver (the `cua` extra).
+#
+# `scripts/up.sh --check [UP ARGS]` installs the same way, prints the command it would
+# run, then runs `boss-agent doctor` (its desktop line says whether computer use is
+# offered) and exits with doctor's status instead of starting anything.
 set -euo pipefail
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 source "$(dirname "$0")/setup-common.sh"
 cd "$ROOT"
 
@@ -23,5 +29,9 @@ args=("$@")
 if [ ${#args[@]} -eq 0 ] && ! "$BOSS_CODEX_BIN" login status >/dev/null 2>&1; then
   log "codex is not logged in: starting with --demo (scripted local model)"
   args=(--demo)
+fi
+if [ "$check" = 1 ]; then
+  printf 'would run: %s up%s\n' "$VENV/bin/boss-agent" "$(printf ' %q' "${args[@]}")"
+  exec "$VENV/bin/boss-agent" doctor
 fi
 exec "$VENV/bin/boss-agent" up "${args[@]}"

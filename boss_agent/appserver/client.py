@@ -5,7 +5,7 @@ connection (``connect.Connector``), runs the ``initialize`` handshake and publis
 fresh ``AppServerClient``; when the connection ends (child killed, socket closed,
 health probe failed) every request and listener on it has already failed with
 ``ConnectionClosed``, and the loop opens a new one. Failed starts back off with
-jitter (``RestartPolicy``, tenacity); a connection that stayed up resets the backoff.
+jitter (``RestartBackoff``); a connection that stayed up resets the backoff.
 ``await app.client()`` waits for the live client and never hands out a dead one.
 
 The typed client itself (``AppServerClient``) lives in ``methods``; it is re-exported
@@ -19,29 +19,22 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_never,
-    wait_exponential,
-    wait_random,
-)
+from tenacity import RetryCallState
 
 from boss_agent.appserver.connect import Connection, Connector
-from boss_agent.appserver.methods import AppServerClient, OverloadPolicy
+from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
 from boss_agent.appserver.rpc import RequestId
+from boss_agent.backoff import RestartBackoff, failure
 from boss_agent.config import CodexSettings, Config
 from boss_agent.errors import AppServerError, AppServerUnavailable
 from boss_agent.lifecycles import SUPERVISOR, SupervisorState
 from boss_agent.redact import sanitize_text
 
-__all__ = ["AppServer", "AppServerClient", "Notification", "OverloadPolicy", "RestartPolicy",
+__all__ = ["AppServer", "AppServerClient", "Notification", "OverloadRetry", "RestartBackoff",
            "ServerRequest", "ThreadListener"]
 
 logger = logging.getLogger(__name__)
@@ -59,33 +52,17 @@ ERROR_CHARS = 200  # status errors are one short sanitized line
 _USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\d[^\s]*)")
 
 
-@dataclass(frozen=True)
-class RestartPolicy:
-    """Backoff between failed (re)starts: exponential with jitter, forever."""
-
-    initial_s: float = 0.2
-    max_s: float = 30.0
-    jitter_s: float = 0.5
-
-    def retrying(self, before_sleep: Callable[[RetryCallState], None]) -> AsyncRetrying:
-        return AsyncRetrying(
-            retry=retry_if_exception_type(Exception), stop=stop_never, reraise=True,
-            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s) + wait_random(0, self.jitter_s),
-            before_sleep=before_sleep,
-        )
-
-
 class AppServer:
     """Shared by all concurrent tasks: threads are multiplexed on one connection."""
 
     def __init__(self, codex: CodexSettings, *, state_dir: Path, codex_home: Path | None = None,
-                 overload_policy: OverloadPolicy | None = None,
-                 restart_policy: RestartPolicy | None = None,
+                 overload_policy: OverloadRetry | None = None,
+                 restart_policy: RestartBackoff | None = None,
                  ids: Callable[[], Iterator[RequestId]] | None = None) -> None:
         self.settings = codex
         self.connector = Connector(codex, state_dir=state_dir, codex_home=codex_home, ids=ids)
-        self.overload_policy = overload_policy or OverloadPolicy()
-        self.restart_policy = restart_policy or RestartPolicy()
+        self.overload_policy = overload_policy or OverloadRetry()
+        self.restart_policy = restart_policy or RestartBackoff()
         self._client: AppServerClient | None = None
         self._conn: Connection | None = None
         self._state = SupervisorState.STARTING
@@ -167,7 +144,7 @@ class AppServer:
         # This task must never raise: the task group would cancel the daemon's own task.
         while True:
             try:
-                async for attempt in self.restart_policy.retrying(self._went_down):
+                async for attempt in self.restart_policy.retrying(before_sleep=self._went_down):
                     with attempt:
                         await self._run_once()
             except Exception:
@@ -210,7 +187,7 @@ class AppServer:
                     conn.kind, f" (fallback from {conn.fallback_from})" if conn.fallback_from else "")
 
     def _went_down(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
+        exc = failure(state)
         if isinstance(exc, _ShortLived):
             # It was up: callers keep waiting for the restart rather than failing fast.
             self._set_state(SupervisorState.RESTARTING)

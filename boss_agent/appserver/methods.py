@@ -2,7 +2,7 @@
 
 ``AppServerClient`` maps app-server methods onto the dispatcher of one live connection.
 ``call`` bounds in-flight requests well below codex's 128-slot ingress queue and retries
-``-32001 Server overloaded`` with jittered exponential backoff (the ``OverloadPolicy``,
+``-32001 Server overloaded`` with jittered exponential backoff (the ``OverloadRetry``,
 apart from the call so tests inject a fast one). An overloaded request never reached
 codex's queue, so retrying it is always safe.
 
@@ -22,17 +22,12 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
+from tenacity import RetryCallState
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
 from boss_agent.appserver.rpc import Dispatcher
+from boss_agent.backoff import Backoff
 from boss_agent.errors import (
     ConnectionClosed,
     RequestTimeout,
@@ -53,33 +48,29 @@ CLIENT_NAME = "boss-agent"
 
 
 @dataclass(frozen=True)
-class OverloadPolicy:
+class OverloadRetry(Backoff):
     """Retry -32001 up to ``max_retries`` times, exponential backoff with jitter."""
 
-    max_retries: int = 3
+    max_retries: int | None = 3
     initial_s: float = 0.2  # codex drains its queue within milliseconds to a second
     max_s: float = 3.0
     jitter_s: float = 0.2  # spreads a burst of concurrent retries apart
 
-    def retrying(self) -> AsyncRetrying:
-        return AsyncRetrying(
-            retry=retry_if_exception_type(ServerOverloaded),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s) + wait_random(0, self.jitter_s),
-            before_sleep=lambda state: logger.info(
-                "codex app-server overloaded; retry %s", state.attempt_number),
-            reraise=True,
-        )
+    def retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, ServerOverloaded)
+
+    def log_retry(self, what: str, state: RetryCallState) -> None:
+        logger.info("codex app-server overloaded; retry %s", state.attempt_number)
 
 
 class AppServerClient:
     """Typed methods over one initialized connection. Safe to share between tasks."""
 
     def __init__(self, dispatcher: Dispatcher, *, timeout_s: float,
-                 policy: OverloadPolicy | None = None, max_in_flight: int = MAX_IN_FLIGHT) -> None:
+                 policy: OverloadRetry | None = None, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.dispatcher = dispatcher
         self.timeout_s = timeout_s
-        self.policy = policy or OverloadPolicy()
+        self.policy = policy or OverloadRetry()
         self._slots = asyncio.Semaphore(max_in_flight)
 
     @property

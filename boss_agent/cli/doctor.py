@@ -177,7 +177,7 @@ def _discovery_check(metadata: dict[str, Any]) -> Check:
 async def check_server(config: Config) -> Check:
     """An authenticated call that changes nothing: a claim of zero slots, no waiting."""
     from boss_agent.sources.boss.api import BossApi
-    from boss_agent.sources.boss.retry import RetryPolicy
+    from boss_agent.sources.boss.retry import BossApiRetry
 
     try:
         identity = load_identity(config.state_dir)
@@ -188,7 +188,7 @@ async def check_server(config: Config) -> Check:
             return _check("server", "ok", "gateway-only device: no Boss server needed")
         return _check("server", "warn", "not paired", PAIR_FIX)
     body = {"deviceId": identity.device_id, "slots": 0, "waitMs": 0}
-    once = RetryPolicy(give_up_after_s=0.0)  # doctor reports the first answer; no retries
+    once = BossApiRetry(give_up_after_s=0.0)  # doctor reports the first answer; no retries
     try:
         async with BossApi(identity.server_url, device_id=identity.device_id, token=identity.token,
                            policy=once) as api, asyncio.timeout(SERVER_TIMEOUT_S):

@@ -52,7 +52,7 @@ from boss_agent.daemon.pairing_wait import wait_for_identity
 from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.sources.slots import Slots
 from boss_agent.daemon.supervise import SourceSupervisor
-from boss_agent.sources.boss import BossSource, RetryPolicy
+from boss_agent.sources.boss import BossSource, BossApiRetry
 from boss_agent.daemon.statefile import write_state
 from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.sources.contract import TaskSource
@@ -97,7 +97,7 @@ def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
 class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
-                 retry_policy: RetryPolicy | None = None, claim_wait_ms: int | None = None,
+                 retry_policy: BossApiRetry | None = None, claim_wait_ms: int | None = None,
                  wall_clock: Callable[[], float] | None = None, handle_signals: bool = True) -> None:
         self.config = config
         self.codex_home = codex_home

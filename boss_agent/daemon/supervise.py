@@ -3,7 +3,7 @@
 ``SourceSupervisor`` runs one ``TaskSource`` (built fresh by ``make`` for every
 attempt) in the daemon's task group. An exception escaping the source's ``run`` — a
 loop that raised, a Redis answer nobody expected, a bug — is logged with its
-traceback, backed off (``RestartPolicy``, the same jittered exponential policy that
+traceback, backed off (``RestartBackoff``, the same jittered exponential policy that
 restarts the codex app-server) and a new source is started. The exception stops at
 the supervisor, so the daemon's task group, the other source and the runs of the
 other source go on. A source that stayed up for ``STABLE_AFTER_S`` starts the next
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from tenacity import RetryCallState
 
-from boss_agent.appserver.client import RestartPolicy
+from boss_agent.backoff import RestartBackoff, failure, next_wait
 from boss_agent.sources.contract import TaskSource
 
 logger = logging.getLogger(__name__)
@@ -38,18 +38,18 @@ class SourceEnded(Exception):
 class SourceSupervisor[S: TaskSource]:
     def __init__(self, name: str, make: Callable[[], S],
                  on_start: Callable[[S], None] | None = None,
-                 policy: RestartPolicy | None = None) -> None:
+                 policy: RestartBackoff | None = None) -> None:
         self.name = name
         self.make = make
         self.on_start = on_start
-        self.policy = policy or RestartPolicy()
+        self.policy = policy or RestartBackoff()
         self.current: S | None = None
         self.restarts = 0
 
     async def run(self, ready: asyncio.Event) -> None:
         """Run the source until cancelled, restarting it after every failure."""
         while True:  # a fresh backoff after every run that stayed up
-            async for attempt in self.policy.retrying(self._log_retry):
+            async for attempt in self.policy.retrying(before_sleep=self._log_retry):
                 with attempt:
                     await self._attempt(ready)
 
@@ -84,7 +84,6 @@ class SourceSupervisor[S: TaskSource]:
                            type(exc).__name__)
 
     def _log_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        delay = state.next_action.sleep if state.next_action else 0.0
+        exc, delay = failure(state), next_wait(state)
         logger.error("the %s source failed (%s); restarting it in %.1f s", self.name,
                      type(exc).__name__, delay, exc_info=exc)

@@ -23,7 +23,12 @@ import json
 import logging
 from typing import Any
 
-from boss_agent.jsonshape import mapping, obj
+from boss_agent.appserver.protocol import (
+    AdditionalFileSystemPermissions,
+    RequestPermissionProfile,
+    ToolRequestUserInputQuestion,
+)
+from boss_agent.jsonshape import mapping
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.feed import CardFeed
@@ -66,7 +71,8 @@ def _decisions(params: dict[str, Any]) -> tuple[str, ...]:
 
 def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ...]:
     out = []
-    for q in (params.get("questions") or [])[:MAX_QUESTIONS]:
+    asked: list[ToolRequestUserInputQuestion] = params.get("questions") or []
+    for q in asked[:MAX_QUESTIONS]:
         if not isinstance(q, dict):
             continue
         options = [{"label": sanitize_text(o.get("label", ""), workdir=workdir, limit=200),
@@ -98,7 +104,7 @@ def user_input_answers(decision: object) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def _permission_facts(asked: object, workdir: str) -> list[str]:
+def _permission_facts(asked: RequestPermissionProfile | None, workdir: str) -> list[str]:
     """What a permissions request asks, as short facts; paths relative to the workdir."""
     facts: list[str] = []
     if not isinstance(asked, dict):
@@ -106,9 +112,10 @@ def _permission_facts(asked: object, workdir: str) -> list[str]:
     network = asked.get("network")
     if isinstance(network, dict) and network.get("enabled"):
         facts.append("network access")
-    fs = obj(asked.get("fileSystem"))
-    for mode in ("write", "read"):
-        for path in (fs.get(mode) or [])[:MAX_QUESTIONS]:
+    files = asked.get("fileSystem")
+    fs: AdditionalFileSystemPermissions = files if isinstance(files, dict) else {}
+    for mode, paths in (("write", fs.get("write")), ("read", fs.get("read"))):
+        for path in (paths or [])[:MAX_QUESTIONS]:
             if isinstance(path, str):
                 facts.append(f"{mode}: {sanitize_text(path, workdir=workdir, limit=200)}")
     return facts
@@ -279,11 +286,8 @@ class Approvals:
             return None
 
     async def _withdraw(self, aid: str, reason: str) -> None:
-        withdraw = getattr(self.sink, "withdraw_approval", None)
-        if withdraw is None:
-            return
         try:
             async with asyncio.timeout(WITHDRAW_TIMEOUT_S):
-                await withdraw(aid, reason)
+                await self.sink.withdraw_approval(aid, reason)
         except Exception as exc:  # noqa: BLE001 - best effort; the decision is already moot
             logger.info("withdrawing approval %s failed (%s)", aid, exc.__class__.__name__)

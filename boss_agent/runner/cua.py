@@ -5,12 +5,17 @@ executable whose ``mcp`` subcommand is a stdio MCP server with screenshot, click
 and keyboard tools. The runner checks its health (``cua-driver doctor`` must see
 a display server) before choosing it, and starts the Codex thread with it in the
 thread's ``config.mcp_servers`` — telemetry off, only ``DISPLAY`` passed through,
-only the desktop tools enabled.
+only the desktop tools enabled. Without an app-server, ``exec_overrides`` gives
+``codex exec`` the same server as ``-c`` overrides.
+
+Codex's own computer use is a plugin: ``codex_computer_use_plugin`` finds it and
+``plugin_start_error`` says whether its MCP servers start, before any thread exists.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -33,6 +38,7 @@ ENABLED_TOOLS = (
     "click", "double_click", "right_click", "move_cursor", "scroll", "drag", "type_text", "press_key",
     "hotkey", "launch_app", "list_apps", "zoom",
 )
+MAX_STATUS_PAGES = 20  # a device has a handful of MCP servers; this bounds a server that pages forever
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 _CODEX_CU = re.compile(r"computer[_-]?use", re.IGNORECASE)
 
@@ -93,8 +99,33 @@ def mcp_config(binary: str) -> dict[str, Any]:
     }}
 
 
+def exec_overrides(binary: str) -> list[str]:
+    """The same MCP server as ``mcp_config``, as ``codex exec -c key=value`` overrides.
+
+    Each value is TOML (codex parses ``-c`` values as TOML); JSON strings are valid
+    TOML basic strings, so ``json.dumps`` quotes them.
+    """
+    ((key, server),) = mcp_config(binary).items()
+    return [f"{key}.{field}={_toml(value)}" for field, value in server.items()]
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
 async def codex_has_computer_use(client: Any) -> bool:
-    """Does the installed Codex really offer computer use itself?
+    """Does the installed Codex really offer computer use itself?"""
+    return await codex_computer_use_plugin(client) is not None
+
+
+async def codex_computer_use_plugin(client: Any) -> str | None:
+    """The id of the computer-use plugin the installed Codex offers, or None.
 
     The ``computer_use`` feature flag alone is not enough: 0.171 reports it enabled by
     default on Linux, yet no desktop tool reaches the model until a computer-use
@@ -104,15 +135,38 @@ async def codex_has_computer_use(client: Any) -> bool:
         features = await client.call("experimentalFeature/list", {})
         plugins = await client.call("plugin/list", {})
     except AppServerError:
-        return False
+        return None
     enabled = any(isinstance(f, dict) and _CODEX_CU.search(str(f.get("name"))) and f.get("enabled")
                   for f in (features or {}).get("data") or [])
     if not enabled:
-        return False
+        return None
     for market in (plugins or {}).get("marketplaces") or []:
         for plugin in (market or {}).get("plugins") or []:
             plugin = plugin or {}
-            named = _CODEX_CU.search(str(plugin.get("id") or plugin.get("name")))
-            if named and plugin.get("installed") and plugin.get("enabled", True):
-                return True
-    return False
+            plugin_id = str(plugin.get("id") or plugin.get("name"))
+            if _CODEX_CU.search(plugin_id) and plugin.get("installed") and plugin.get("enabled", True):
+                return plugin_id
+    return None
+
+
+async def plugin_start_error(client: Any, plugin_id: str) -> str | None:
+    """Why the plugin's MCP servers fail to start, or None when they start (or it has none).
+
+    ``mcpServerStatus/list`` starts every configured server (plugins' included) and
+    reports a server that failed its handshake with ``toolsError``; no thread is
+    created, so nothing of the task has run yet.
+    """
+    cursor: str | None = None
+    for _ in range(MAX_STATUS_PAGES):
+        try:
+            listed = await client.call("mcpServerStatus/list", {"cursor": cursor} if cursor else {})
+        except AppServerError as exc:
+            return f"its MCP status could not be read ({exc.__class__.__name__})"
+        for server in (listed or {}).get("data") or []:
+            server = server if isinstance(server, dict) else {}
+            if server.get("pluginId") == plugin_id and server.get("toolsError"):
+                return f"its MCP server {server.get('name')} failed to start: {server['toolsError']}"
+        cursor = (listed or {}).get("nextCursor")
+        if not isinstance(cursor, str):
+            return None
+    return None

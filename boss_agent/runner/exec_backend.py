@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,20 @@ logger = logging.getLogger(__name__)
 MAX_LINE_BYTES = 16 * 1024 * 1024  # an item.completed with a large command output is one line
 EXIT_WAIT_S = 10.0  # after stdout closes, codex exec exits at once; this bounds a wedged one
 STDERR_TAIL_CHARS = 300  # enough of stderr to say why exec failed, after sanitizing
+STDERR_WINDOW_CHARS = 8192  # stderr sanitized before the tail is cut: whole lines around it
+
+
+def stderr_tail(stderr: bytes, workdir: str | Path | None) -> str:
+    """The end of codex exec's stderr, masked first and cut after, from a line start.
+
+    Cutting first could start the tail inside a secret whose head (``sk-``,
+    ``Authorization:``) is gone, and what is left of it would no longer be recognised.
+    """
+    text = stderr.decode(errors="replace").strip()
+    if len(text) > STDERR_WINDOW_CHARS:
+        text = text[-STDERR_WINDOW_CHARS:]
+        text = text[text.find("\n") + 1:]  # from a line start: no secret without its head
+    return sanitize_text(text, workdir=workdir, limit=STDERR_TAIL_CHARS, tail=True) if text else ""
 
 
 def codex_home(env: dict[str, str]) -> Path:
@@ -69,13 +83,19 @@ def check_resumable(ctx: RunContext, env: dict[str, str]) -> None:
         raise TaskFailed("this device has no Codex thread with that reference", "thread_not_found")
 
 
-def exec_argv(binary: CodexBinary, ctx: RunContext) -> list[str]:
-    """Options first, then ``--``, then the positionals: no task field can become an option."""
+def exec_argv(binary: CodexBinary, ctx: RunContext, overrides: Sequence[str] = ()) -> list[str]:
+    """Options first, then ``--``, then the positionals: no task field can become an option.
+
+    ``overrides``: further ``-c key=value`` pairs from the device (never from the task),
+    e.g. the CUA driver's MCP server.
+    """
     argv = [*binary.argv, "exec"]
     if ctx.thread_id:
         argv.append("resume")
     argv += ["--json", "--skip-git-repo-check", "-c", f'sandbox_mode="{ctx.policy.sandbox}"',
              "-c", 'approval_policy="never"']
+    for override in overrides:
+        argv += ["-c", override]
     if ctx.task.model:
         argv.append(f"--model={ctx.task.model}")
     positionals = [ctx.thread_id, "-"] if ctx.thread_id else ["-"]
@@ -99,10 +119,12 @@ async def _events(stream: asyncio.StreamReader) -> AsyncIterator[dict[str, Any]]
 
 
 class ExecRun:
-    def __init__(self, ctx: RunContext, binary: CodexBinary, env: dict[str, str]) -> None:
+    def __init__(self, ctx: RunContext, binary: CodexBinary, env: dict[str, str],
+                 overrides: Sequence[str] = ()) -> None:
         self.ctx = ctx
         self.binary = binary
         self.env = env
+        self.overrides = tuple(overrides)
         self.answer: str | None = None
         self.error: str | None = None
         self.completed = False
@@ -110,8 +132,9 @@ class ExecRun:
     async def run(self) -> TurnOutcome:
         ctx = self.ctx
         check_resumable(ctx, self.env)
+        await ctx.ready_to_act()
         proc = await asyncio.create_subprocess_exec(
-            *exec_argv(self.binary, ctx), stdin=asyncio.subprocess.PIPE,
+            *exec_argv(self.binary, ctx, self.overrides), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ctx.workdir,
             env=child_environment({**self.binary.env, **self.env}), start_new_session=True,
             limit=MAX_LINE_BYTES,
@@ -179,7 +202,7 @@ class ExecRun:
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled", self.answer)
         if self.completed and code == 0:
             return TurnOutcome("completed", last_answer=self.answer)
-        message = self.error or stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
+        message = self.error or stderr_tail(stderr, workdir)
         message = sanitize_text(message or f"codex exec exited with {code}", workdir=workdir,
                                 limit=MAX_RESULT_CHARS)
         logger.info("codex exec failed (exit %s)", code)

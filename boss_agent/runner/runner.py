@@ -2,7 +2,8 @@
 
 It picks the path (steer, thread collaboration, computer use, or a plain turn),
 runs it on the shared app-server, falls back to ``codex exec`` only while no
-turn has started, and adds the branch and artifact facts after the turn. It
+turn has started (for computer use: Codex's own, else the CUA driver, else
+``codex exec`` carrying the driver), and adds the branch and artifact facts after the turn. It
 knows nothing of HTTP or Redis: the ``TaskSink`` is its only way out.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -151,23 +153,60 @@ class Runner:
         return self._result(ctx, outcome, "app_server")
 
     async def _computer_use(self, ctx: RunContext) -> TaskResult:
-        client = await self._client()
-        self._codex_computer_use = await cua.codex_has_computer_use(client)
-        if self._codex_computer_use:
-            return await self._turn_with_fallback(ctx)
+        """Codex's own computer use first; the CUA driver when it is absent or fails to start.
+
+        Only failures before ``turn/start`` fall back: a turn that started is never run again.
+        """
+        try:
+            client = await self.app.client()
+        except AppServerError:
+            logger.info("app-server unavailable for a computer-use task; trying codex exec")
+            return await self._cua_exec(ctx)
+        plugin = await cua.codex_computer_use_plugin(client)
+        self._codex_computer_use = plugin is not None
+        if plugin is None:
+            return await self._cua_turn(ctx, client)
+        failure = await cua.plugin_start_error(client, plugin)
+        if failure is None:
+            try:
+                outcome = await AppServerTurn(ctx, client).run()
+                return self._result(ctx, outcome, "app_server")
+            except TurnNotStarted as exc:
+                failure = f"the turn did not start ({exc.cause.__class__.__name__})"
+                ctx.thread_id = ctx.task.codex_thread_ref  # the CUA turn starts its own thread
+        logger.info("Codex computer use failed before the turn: %s", failure)
+        await ctx.feed.event("warning", kind="fallback", message=sanitize_text(
+            f"Codex computer use failed before it started ({failure}); using the CUA driver instead",
+            workdir=ctx.workdir, limit=MAX_RESULT_CHARS))
+        return await self._cua_turn(ctx, client)
+
+    async def _cua_driver(self) -> str:
         binary = cua.find_driver(self.config.cua_bin)
         health = await cua.driver_health(binary)
         if "cua" not in self.config.codex.fallback or not health.available or not binary:
             reason = health.reason or "the cua fallback is disabled on this device"
             raise TaskFailed(f"computer use is not available: {reason}", "computer_use_unavailable")
+        return binary
+
+    async def _cua_turn(self, ctx: RunContext, client: Any) -> TaskResult:
+        binary = await self._cua_driver()
         await ctx.feed.event("backend", backend="cua")
         try:
             outcome = await AppServerTurn(ctx, client).run(config=cua.mcp_config(binary),
                                                            mcp_server=cua.MCP_SERVER_NAME)
         except TurnNotStarted as exc:
-            raise TaskFailed("the Codex app-server could not start the desktop thread",
-                             "app_server_unavailable") from exc
+            logger.info("app-server failed before the desktop turn (%s)", exc.cause.__class__.__name__)
+            ctx.thread_id = ctx.task.codex_thread_ref  # exec resumes only a thread with a turn
+            return await self._cua_exec(ctx)
         return self._result(ctx, outcome, "cua", fallback_from="app_server")
+
+    async def _cua_exec(self, ctx: RunContext) -> TaskResult:
+        """No app-server: ``codex exec`` carrying the same CUA MCP server, under the exec rule."""
+        if "exec" not in self.config.codex.fallback:
+            raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
+        await self._check_exec_allowed(ctx)
+        binary = await self._cua_driver()
+        return await self._exec(ctx, overrides=cua.exec_overrides(binary))
 
     async def _turn_with_fallback(self, ctx: RunContext) -> TaskResult:
         try:
@@ -181,22 +220,26 @@ class Runner:
             raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
         return await self._exec(ctx)
 
-    async def _exec(self, ctx: RunContext) -> TaskResult:
+    async def _check_exec_allowed(self, ctx: RunContext) -> None:
         if ctx.policy.approval_policy != "never":
             # exec cannot ask: running here would answer every approval with "yes".
             message = (f"the Codex app-server is unavailable and codex exec cannot ask for approvals "
                        f"(approval policy {ctx.policy.approval_policy}); the task did not run")
             await ctx.feed.event("warning", kind="fallback", message=message)
             raise TaskFailed(message, "approval_unavailable")
+
+    async def _exec(self, ctx: RunContext, overrides: Sequence[str] = ()) -> TaskResult:
+        await self._check_exec_allowed(ctx)
         try:
             binary = resolve_native(find_codex(self.config.codex.bin))
         except AppServerUnavailable as exc:
             raise TaskFailed("neither the Codex app-server nor codex exec can run",
                              "app_server_unavailable") from exc
+        carrying = " with the CUA driver" if overrides else ""
         await ctx.feed.event("warning", kind="fallback",
-                             message="the Codex app-server was unavailable; ran codex exec instead")
+                             message=f"the Codex app-server was unavailable; ran codex exec{carrying} instead")
         await ctx.feed.event("backend", backend="exec")
-        outcome = await ExecRun(ctx, binary, self.env).run()
+        outcome = await ExecRun(ctx, binary, self.env, overrides).run()
         return self._result(ctx, outcome, "exec", fallback_from="app_server")
 
     # ---------------------------------------------------------------- results
@@ -220,16 +263,26 @@ class Runner:
 
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
-            if self._gh_status is None:
-                self._gh_status = await gitfacts.github_cli()
-            branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
-            if branch:
-                await ctx.feed.event("branch", **branch)
-            found = await asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir, ctx.started_at)
-            if found:
-                await ctx.feed.event("artifacts", artifacts=found)
+            # The git probes and the artifact walk are independent: side by side, the
+            # task ends after the slower of the two, not after both.
+            async with asyncio.TaskGroup() as tg:
+                branch = tg.create_task(self._branch_facts(ctx.workdir))
+                found = tg.create_task(asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir,
+                                                         ctx.started_at))
+            facts, artifacts = branch.result(), found.result()
+            if facts:
+                await ctx.feed.event("branch", **facts)
+            if artifacts:
+                await ctx.feed.event("artifacts", artifacts=artifacts)
         except Exception as exc:  # noqa: BLE001 - facts are a nicety; they never fail the task
             logger.warning("reading branch facts failed: %s", exc.__class__.__name__)
+
+    async def _branch_facts(self, workdir: Path) -> dict[str, Any] | None:
+        if not gitfacts.has_own_git(workdir):
+            return None  # not a repository: neither git nor gh is worth a spawn
+        if self._gh_status is None:
+            self._gh_status = await gitfacts.github_cli()
+        return await gitfacts.branch_facts(workdir, self._gh_status)
 
     async def _finish(self, feed: CardFeed, result: TaskResult, ctx: RunContext | None) -> TaskResult:
         if result.error_message:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from boss_agent.appserver.protocol import McpServerStartupState, ThreadItem, Turn
 from boss_agent.appserver.routing import Notification, ThreadListener
 from boss_agent.errors import (
     AppServerError,
@@ -57,7 +58,7 @@ class TurnOutcome:
     last_answer: str | None = None
 
 
-def _turn_error(turn: dict[str, Any]) -> str:
+def _turn_error(turn: Turn) -> str:
     error = mapping(turn.get("error"))
     return str(error.get("message") or "the Codex turn failed")
 
@@ -129,7 +130,8 @@ class AppServerTurn:
                             or params.get("threadId") != self.ctx.thread_id or params.get("name") != server):
                         continue
                     await self.ctx.feed.feed(message.raw)
-                    if params.get("status") in ("ready", "failed", "cancelled"):
+                    status: McpServerStartupState | None = params.get("status")
+                    if status in ("ready", "failed", "cancelled"):
                         return
         except TimeoutError:
             logger.warning("MCP server %s did not report ready; starting the turn anyway", server)
@@ -141,6 +143,7 @@ class AppServerTurn:
         expected = ctx.task.target_turn_id
         if not expected:
             raise TurnNotActive("a steer must name the turn it joins (targetCodexTurnId)")
+        await ctx.ready_to_act()
         async with self.client.listen(self._thread) as listener:
             try:
                 await self.client.turn_steer(self._thread, expected, ctx.input())
@@ -185,6 +188,7 @@ class AppServerTurn:
 
     async def _start_and_follow(self, listener: ThreadListener, inject: list[dict[str, Any]] | None) -> TurnOutcome:
         ctx = self.ctx
+        await ctx.ready_to_act()  # the source's record first: a turn never runs twice
         if inject:
             await self._before_turn(self.client.thread_inject_items(self._thread, inject))
         if ctx.cancel.is_set():
@@ -197,9 +201,8 @@ class AppServerTurn:
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
-        announce = getattr(ctx.sink, "turn_started", None)  # optional sink method (the gateway's)
-        if announce is not None:
-            await announce(ctx.thread_id, ctx.turn_id)
+        if ctx.thread_id is not None:
+            await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
     async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
@@ -208,7 +211,7 @@ class AppServerTurn:
                               approval_mode=ctx.policy.approval_mode,
                               timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir))
         failure: BaseException | None = None
-        turn: dict[str, Any] | None = None
+        turn: Turn | None = None
         try:
             # The deadline stays open until a cancel; then it bounds the wait for turn/completed.
             async with asyncio.timeout(None) as deadline, asyncio.TaskGroup() as tg:
@@ -227,7 +230,7 @@ class AppServerTurn:
         return self._outcome(turn, failure)
 
     async def _loop(self, listener: ThreadListener, tg: asyncio.TaskGroup, approvals: Approvals,
-                    answer_approvals: bool) -> dict[str, Any] | None:
+                    answer_approvals: bool) -> Turn | None:
         children = SubAgents(self.ctx.thread_id, self.ctx.feed)
         async for message in listener:
             if not hasattr(message, "raw"):  # a server request (the parent's or a sub-agent's)
@@ -237,7 +240,7 @@ class AppServerTurn:
             if children.is_child(params):
                 await children.note(message.method, params, message.raw)
                 if message.method in ("item/started", "item/completed"):
-                    self._note_item(params.get("item") or {}, answer=False)
+                    self._note_item(params.get("item"), answer=False)
                 elif message.method == "serverRequest/resolved":
                     approvals.resolved(params.get("requestId"))
                 continue
@@ -245,10 +248,10 @@ class AppServerTurn:
             if message.method == "serverRequest/resolved":
                 approvals.resolved(params.get("requestId"))
             elif message.method in ("item/started", "item/completed"):
-                self._note_item(params.get("item") or {})
+                self._note_item(params.get("item"))
             elif message.method == "turn/completed":
-                turn = params.get("turn") or {}
-                if turn.get("id") == self.ctx.turn_id:
+                turn: Turn | None = params.get("turn")
+                if turn and turn.get("id") == self.ctx.turn_id:
                     return turn
         return None
 
@@ -264,11 +267,14 @@ class AppServerTurn:
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
-    def _note_item(self, item: dict[str, Any], *, answer: bool = True) -> None:
-        if item.get("type") == "commandExecution":
+    def _note_item(self, item: ThreadItem | None, *, answer: bool = True) -> None:
+        if not item or "type" not in item:  # not an item codex's schema describes
+            return
+        # item["type"] (not .get) narrows the union, so mypy checks each variant's fields.
+        if item["type"] == "commandExecution":
             if isinstance(item.get("id"), str):
                 self._calls.add(item["id"])
-        elif answer and item.get("type") == "agentMessage" and item.get("text"):
+        elif answer and item["type"] == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
 
     async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:
@@ -286,7 +292,7 @@ class AppServerTurn:
         if killed:
             logger.info("ended %d process(es) the interrupted turn left running", killed)
 
-    def _outcome(self, turn: dict[str, Any] | None, failure: BaseException | None) -> TurnOutcome:
+    def _outcome(self, turn: Turn | None, failure: BaseException | None) -> TurnOutcome:
         answer = self._last_answer
         if self._interrupting:
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled", answer)

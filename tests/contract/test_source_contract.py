@@ -28,7 +28,7 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.lifecycles import TERMINAL
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
@@ -39,7 +39,7 @@ from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
 

@@ -216,7 +216,8 @@ async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_neve
         sys.executable, "-m", "boss_agent", "run", stdin=subprocess.DEVNULL, stdout=log,
         stderr=subprocess.STDOUT, env=_subprocess_env(doomed_settings, doomed_home, "w-doomed"))
     try:
-        await eventually(lambda: redis.exists(keys.worker_lease("w-doomed")), START_WAIT_S)
+        # Online for a client: its lease and its agent-type membership (written just after).
+        await eventually(lambda: redis.sismember(keys.agent_type_members(agent), "w-doomed"), START_WAIT_S)
         response = await client.send_message(agent, "s-k", "a long job", message_id="m-k", trace_id="t")
         assert response.success, response.error
         await read_events(redis, "s-k", "m-k", timeout=TURN_WAIT_S,

@@ -26,7 +26,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.runner import Runner
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
@@ -194,9 +194,9 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
         config = make_config(
             tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=RetryPolicy.fast())
+        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
         daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},
-                        retry_policy=RetryPolicy.fast(), claim_wait_ms=300, handle_signals=False)
+                        retry_policy=BossApiRetry.fast(), claim_wait_ms=300, handle_signals=False)
         redis = sdk_redis(redis_server.url)
         ready = asyncio.Event()
         async with asyncio.TaskGroup() as tg:

@@ -16,7 +16,7 @@ import pytest
 from boss_agent.codexbin import CodexBinary
 from boss_agent.demo import scripted_model as sm
 from boss_agent.errors import TaskRejected
-from boss_agent.runner import Runner
+from boss_agent.runner import Runner, cua
 from boss_agent.runner.context import RunContext
 from boss_agent.runner.exec_backend import exec_argv
 from boss_agent.runner.feed import CardFeed
@@ -78,6 +78,21 @@ def test_the_exec_argv_puts_every_positional_after_a_double_dash(tmp_path: Path,
     split = argv.index("--")
     assert argv[split + 1:] == ["release-notes-thread", "-"]
     assert "--model=gpt-5.5" in argv[:split]  # a value glued to its option cannot become one
+
+
+def test_the_exec_argv_with_the_cua_server_keeps_its_overrides_before_the_double_dash(
+        tmp_path: Path, codex_bin: str) -> None:
+    config = make_config(tmp_path, codex_bin)
+    task = hostile(codexThreadRef="019a229b-ab1b-7c33-9a1f-7f0e5a3c2e11", intentCategory="computer_use")
+    ctx = RunContext(task, config, Sink(), asyncio.Event(), tmp_path, resolve_policy(task, config),
+                     CardFeed(Sink(), backend="exec", workdir=str(tmp_path)),
+                     thread_id=task.codex_thread_ref)
+    overrides = cua.exec_overrides("/opt/cua-driver")
+    argv = exec_argv(CodexBinary("codex", ("codex",), {}), ctx, overrides)
+    split = argv.index("--")
+    assert argv[split + 1:] == ["019a229b-ab1b-7c33-9a1f-7f0e5a3c2e11", "-"]
+    for override in overrides:  # each one is the value of its own -c, before the --
+        assert argv[argv.index(override) - 1] == "-c" and argv.index(override) < split
 
 
 async def test_the_runner_refuses_a_bad_ref_however_the_task_was_built(

@@ -19,7 +19,7 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from tests.soak.support import DaemonProcess, TurnCounter
 from tests.support.waits import eventually
 
@@ -81,7 +81,7 @@ async def test_kills_of_codex_the_daemon_and_redis_lose_no_result_and_run_no_tur
         codex_home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
         async with ControlPlane(tmp_path / "cp" / "boss.db", lease_s=LEASE_S) as cp:
             await pair_device(tmp_path / "state", cp.url, cp.create_pairing_code(),
-                              policy=RetryPolicy.fast())
+                              policy=BossApiRetry.fast())
             daemon = DaemonProcess(tmp_path, cp.url, codex_bin, codex_home,
                                    BOSS_GATEWAY_ENABLED="true", BOSS_REDIS_URL=redis_server.url)
             daemon.start()

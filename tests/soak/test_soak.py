@@ -13,7 +13,7 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from tests.soak.support import DaemonProcess, TurnCounter
 from tests.support.waits import eventually
 
@@ -49,7 +49,7 @@ async def test_many_tasks_back_to_back_lose_nothing_run_nothing_twice_and_leak_n
         codex_home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
         async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
             await pair_device(tmp_path / "state", cp.url, cp.create_pairing_code(),
-                              policy=RetryPolicy.fast())
+                              policy=BossApiRetry.fast())
             daemon = DaemonProcess(tmp_path, cp.url, codex_bin, codex_home)
             daemon.start()
             try:

@@ -22,7 +22,7 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.runner import Runner
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support.config import make_config
@@ -30,7 +30,7 @@ from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.gateway import AGENT, read_events, delta_text
 from tests.support.gateway import FAST as GATEWAY_TIMING
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 TURN_WAIT_S = 60  # parent, child and an approval round trip on a loaded 2-core box
 FINAL = ("completed", "failed", "cancelled")
 
@@ -70,9 +70,10 @@ class ParentAndChild:
 
 
 class DaemonOnCodex:
-    def __init__(self, cp: ControlPlane, proxy: FaultProxy) -> None:
+    def __init__(self, cp: ControlPlane, proxy: FaultProxy, daemon: Daemon) -> None:
         self.cp = cp
         self.proxy = proxy
+        self.daemon = daemon
 
     def task(self, task_id: str) -> dict[str, Any]:
         return self.cp.task(task_id)
@@ -137,7 +138,7 @@ async def daemon_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path,
             job = tg.create_task(daemon.run(ready))
             await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
             try:
-                yield DaemonOnCodex(cp, proxy)
+                yield DaemonOnCodex(cp, proxy, daemon)
             finally:
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)

@@ -24,8 +24,9 @@ from aiohttp import web
 
 from boss_agent.config import Config
 from boss_agent.daemon.runtime import Daemon
+from boss_agent.progress.card import new_card
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
 from tests.support.waits import eventually
 
@@ -135,7 +136,7 @@ class FaultProxy:
 async def paired_daemon(config: Config, server_url: str, pairing_code: str,
                         codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
     """A daemon paired with ``server_url`` and claiming; yields it and its run; stops it after."""
-    policy = RetryPolicy.fast()
+    policy = BossApiRetry.fast()
     await pair_device(config.state_dir, server_url, pairing_code, policy=policy)
     daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                     retry_policy=policy, claim_wait_ms=300, handle_signals=False)
@@ -175,8 +176,9 @@ class StubRunner:
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
         self.runs.append(task.task_id)
         self.started_event(task.task_id).set()
+        running = new_card().evolve(status="running")
         for index in range(self.cards):
-            await sink.progress({"version": 1, "status": "running", "answerPreview": f"part {index}"})
+            await sink.progress(running.evolve(final_text=f"part {index}"))
         if self.approval:
             request = ApprovalRequest(f"apr_{task.task_id}_1", "command", "Run a command", "low",
                                       ("accept", "decline"))
@@ -187,8 +189,9 @@ class StubRunner:
                 await asyncio.wait(done, return_when=asyncio.FIRST_COMPLETED)
                 for job in done:
                     job.cancel()
-        final = {"version": 1, "status": "cancelled" if cancel.is_set() else "completed"}
-        await sink.progress(final)
+        last = running.evolve(status="cancelled" if cancel.is_set() else "completed")
+        await sink.progress(last)
+        final = last.to_dict()
         if cancel.is_set():
             return TaskResult(status="cancelled", backend="app_server", error_code="cancelled",
                               error_message="cancelled", execution_progress=final)

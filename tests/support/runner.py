@@ -12,7 +12,8 @@ import psutil
 
 from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.progress.card import Card
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
 from tests.support.config import make_config
 from tests.support.waits import WAIT_S, eventually
 
@@ -44,7 +45,7 @@ def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: 
     return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
 
 
-class Sink:
+class Sink(SinkDefaults):
     """Records every card and approval; answers approvals with ``decide``."""
 
     def __init__(self, decide: Callable[[ApprovalRequest], Awaitable[Any]] | None = None) -> None:
@@ -53,8 +54,8 @@ class Sink:
         self.decide = decide
         self.changed = asyncio.Event()
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        self.cards.append(card)
+    async def progress(self, card: Card) -> None:
+        self.cards.append(card.to_dict())  # tests read every card, so serialize each here
         self.changed.set()
 
     async def request_approval(self, request: ApprovalRequest) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis.exceptions as rex
 
-from boss_agent.sources.gateway.retry import FAST_POLICY, RetryPolicy, is_retryable
+from boss_agent.sources.gateway.retry import FAST_POLICY, RedisRetry, is_retryable
 
 
 @pytest.mark.parametrize(("exc", "retry"), [
@@ -46,4 +46,4 @@ async def test_a_fatal_error_is_raised_at_once_and_a_bounded_policy_gives_up():
         raise rex.ConnectionError("down")
 
     with pytest.raises(rex.ConnectionError):
-        await RetryPolicy(initial_s=0.01, max_s=0.02, give_up_after_s=0.1).call("down", down)
+        await RedisRetry(initial_s=0.01, max_s=0.02, give_up_after_s=0.1).call("down", down)

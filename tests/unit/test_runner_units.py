@@ -4,7 +4,9 @@ collaboration summary, exec JSONL parsing, git facts and the CUA config."""
 from __future__ import annotations
 
 import subprocess
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,7 @@ from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
-from boss_agent.tasks import Task
+from boss_agent.tasks import SinkDefaults, Task
 from tests.support.config import make_config
 
 
@@ -129,6 +131,30 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
     assert gitfacts.find_artifacts(repo, 0) == [{"name": "new.png", "kind": "image"}]
 
 
+async def test_git_facts_spawn_no_git_when_the_workdir_has_no_dot_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a ``.git`` in the workdir itself can count (the ceiling is its parent), so a
+    plain directory, even inside a repository, costs no fork+exec after the turn."""
+    spawned: list[list[str]] = []
+    real_probe = gitfacts.run_probe
+
+    async def counting(argv: list[str], **kwargs: Any) -> tuple[int, str]:
+        spawned.append(argv)
+        return await real_probe(argv, **kwargs)
+
+    monkeypatch.setattr(gitfacts, "run_probe", counting)
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
+    inside = repo / "sub"
+    inside.mkdir()
+    assert await gitfacts.branch_facts(tmp_path, "missing") is None
+    assert await gitfacts.branch_facts(inside, "missing") is None
+    assert spawned == []
+    assert (await gitfacts.branch_facts(repo, "missing") or {}).get("name") == "feature/x"
+    assert spawned
+
+
 def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_tools() -> None:
     config = cua.mcp_config("/opt/cua-driver")
     server = config["mcp_servers.cua"]
@@ -136,6 +162,16 @@ def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_
     assert server["env"] == {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0"}
     assert "DISPLAY" in server["env_vars"]
     assert {"get_desktop_state", "click"} <= set(server["enabled_tools"])
+
+
+def test_the_cua_exec_overrides_are_the_same_server_in_toml() -> None:
+    binary = '/opt/cua "driver"\\bin'  # quotes and a backslash survive the TOML quoting
+    parsed: dict[str, object] = {}
+    for override in cua.exec_overrides(binary):
+        key, _, value = override.partition("=")
+        assert key.startswith("mcp_servers.cua.")
+        parsed[key.removeprefix("mcp_servers.cua.")] = tomllib.loads(f"v = {value}")["v"]
+    assert parsed == cua.mcp_config(binary)["mcp_servers.cua"]
 
 
 async def test_the_cua_health_check_fails_cleanly_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,7 +216,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     withdrawn: list[str] = []
     release = asyncio.Event()
 
-    class SlowSink:
+    class SlowSink(SinkDefaults):
         async def progress(self, card: object) -> None: ...
 
         async def request_approval(self, request: object) -> str:
@@ -207,3 +243,16 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     assert withdrawn == ["resolved"]  # the person is no longer asked
     assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
     assert "rm -rf" not in str(feed.events)
+
+
+def test_codex_exec_stderr_is_masked_before_its_tail_is_cut() -> None:
+    from boss_agent.runner.exec_backend import STDERR_TAIL_CHARS, stderr_tail
+
+    secret = "sk-proj-" + "Zq8" * 30
+    after = " " + "y" * 250
+    # Cutting the last 300 chars first would start inside the secret, past "sk-proj-",
+    # and leave a bare run of characters no rule recognises.
+    assert len(after) < STDERR_TAIL_CHARS < len(after) + len(secret)
+    tail = stderr_tail(("x" * 1000 + "\nerror: bad key " + secret + after).encode(), None)
+    assert "Zq8Zq8" not in tail and "[redacted]" in tail
+    assert tail.endswith("y" * 250) and len(tail) <= STDERR_TAIL_CHARS

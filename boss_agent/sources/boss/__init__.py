@@ -1,7 +1,7 @@
 """The Boss control plane task source (docs/device-api.md): HTTP client, spool, loops."""
 
 from boss_agent.sources.boss.api import BossApi
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.source import BossSource
 
-__all__ = ["BossApi", "BossSource", "RetryPolicy"]
+__all__ = ["BossApi", "BossSource", "BossApiRetry"]

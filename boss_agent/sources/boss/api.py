@@ -3,7 +3,7 @@
 This is the boundary where httpx meets the daemon: transport failures become
 ``BossUnreachable``, error answers become ``BossApiError`` (``Unauthorized`` for 401,
 ``TaskGone`` for 404/409 on a task), with the server's message sanitized. Every call
-goes through the ``RetryPolicy``; the bearer token is set once on the client and
+goes through the ``BossApiRetry``; the bearer token is set once on the client and
 never formatted into a message.
 """
 
@@ -20,7 +20,7 @@ import httpx
 from boss_agent import __version__
 from boss_agent.errors import BossApiError, BossUnreachable, TaskGone, Unauthorized
 from boss_agent.redact import sanitize_text
-from boss_agent.sources.boss.retry import RetryPolicy, parse_retry_after
+from boss_agent.sources.boss.retry import BossApiRetry, parse_retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +63,11 @@ class BossApi:
     """An async client of one control plane; use as ``async with``."""
 
     def __init__(self, server_url: str, *, device_id: str | None = None, token: str | None = None,
-                 policy: RetryPolicy | None = None) -> None:
+                 policy: BossApiRetry | None = None) -> None:
         self.server_url = server_url.rstrip("/")
         self.device_id = device_id
         self._token = token
-        self.policy = policy or RetryPolicy()
+        self.policy = policy or BossApiRetry()
         self._client = self._new_client()
 
     def __repr__(self) -> str:
@@ -114,7 +114,7 @@ class BossApi:
                    timeout: float | None = None, forever: bool = False,
                    task_scoped: bool = False) -> dict[str, Any]:
         """One API call with the retry policy; returns the JSON body of the 2xx answer."""
-        async for attempt in self.policy.controller(forever=forever):
+        async for attempt in self.policy.retrying(forever=forever):
             with attempt:
                 return await self._once(method, path, body, timeout, task_scoped)
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover

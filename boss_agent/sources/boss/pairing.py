@@ -19,7 +19,7 @@ from boss_agent.identity import (
     save_identity,
 )
 from boss_agent.sources.boss.api import BossApi
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ PAIR_ERRORS = {
 
 
 async def pair_device(state_dir: Path, server_url: str, code: str, *,
-                      device_name: str | None = None, policy: RetryPolicy | None = None) -> Identity:
+                      device_name: str | None = None, policy: BossApiRetry | None = None) -> Identity:
     """Pair with ``server_url`` using ``code``; store and return the identity."""
     async with BossApi(server_url, policy=policy) as api:
         try:

@@ -2,8 +2,9 @@
 
 Device API "Retry rules": network errors, timeouts, 408, 429 and 5xx are retried with
 jittered exponential backoff, honouring ``Retry-After`` up to a cap; every other 4xx
-(401 included) is surfaced at once. Each call builds a fresh tenacity controller, so
-the backoff resets after a success. Tests inject ``RetryPolicy.fast()``.
+(401 included) is surfaced at once. ``BossApiRetry`` is that rule in the shared
+``Backoff`` family, so the backoff resets after a success. Tests inject
+``BossApiRetry.fast()``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import email.utils
 import logging
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
-import tenacity
+from tenacity import RetryCallState
 
+from boss_agent.backoff import Backoff, failure, next_wait
 from boss_agent.errors import BossApiError, BossUnreachable
 
 logger = logging.getLogger(__name__)
@@ -47,53 +50,20 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-class _WaitRetryAfter(tenacity.wait.wait_base):
-    """Wait what the server asked (capped), else the jittered exponential fallback."""
-
-    def __init__(self, fallback: tenacity.wait.wait_base, cap_s: float) -> None:
-        self.fallback = fallback
-        self.cap_s = cap_s
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        asked = getattr(exc, "retry_after", None)
-        if asked is not None:
-            return min(float(asked), self.cap_s)
-        return self.fallback(retry_state)
-
-
-def _log_retry(retry_state: tenacity.RetryCallState) -> None:
-    exc = retry_state.outcome.exception() if retry_state.outcome else None
-    wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
-    logger.info("boss server call failed (%s), attempt %d, retrying in %.1fs",
-                exc, retry_state.attempt_number, wait)
-
-
 @dataclass(frozen=True)
-class RetryPolicy:
+class BossApiRetry(Backoff):
+    """The Boss API's backoff: ``is_retryable`` errors, ``Retry-After`` honoured up to a cap."""
+
     initial_s: float = 1.0  # first backoff; short enough that a blip costs little
     max_s: float = 60.0  # backoff ceiling: a long outage is polled once a minute
     jitter_s: float = 1.0  # spreads a fleet of devices reconnecting after an outage
-    retry_after_cap_s: float = 120.0  # a server asking for longer is not obeyed blindly
+    retry_after_cap_s: float | None = 120.0  # a server asking for longer is not obeyed blindly
     give_up_after_s: float | None = 120.0  # a bounded call surfaces the error after this
+    label: ClassVar[str] = "boss server"
 
-    @classmethod
-    def fast(cls) -> RetryPolicy:
-        """For tests: milliseconds instead of seconds, same shape."""
-        return cls(initial_s=0.01, max_s=0.05, jitter_s=0.01, retry_after_cap_s=0.2,
-                   give_up_after_s=5.0)
+    def retryable(self, exc: BaseException) -> bool:
+        return is_retryable(exc)
 
-    def controller(self, *, forever: bool = False) -> tenacity.AsyncRetrying:
-        """A fresh tenacity controller; ``forever`` retries until success or a fatal error."""
-        stop: tenacity.stop.stop_base = tenacity.stop_never
-        if not forever and self.give_up_after_s is not None:
-            stop = tenacity.stop_after_delay(self.give_up_after_s)
-        wait = (tenacity.wait_exponential(multiplier=self.initial_s, max=self.max_s)
-                + tenacity.wait_random(0, self.jitter_s))
-        return tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(is_retryable),
-            wait=_WaitRetryAfter(wait, self.retry_after_cap_s),
-            stop=stop,
-            reraise=True,
-            before_sleep=_log_retry,
-        )
+    def log_retry(self, what: str, state: RetryCallState) -> None:
+        logger.info("boss server %s failed (%s), attempt %d, retrying in %.1fs",
+                    what, failure(state), state.attempt_number, next_wait(state))

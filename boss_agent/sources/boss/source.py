@@ -34,7 +34,7 @@ from boss_agent.sources.boss.heartbeat import (
     clamp_interval_s,
     watch_clock,
 )
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.runs import SOURCE, TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal, keep_written
 from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
@@ -54,12 +54,12 @@ class BossSource:
                  max_concurrent: int, approval_timeout_s: float,
                  capabilities: Callable[[], dict[str, Any]],
                  system: Callable[[], dict[str, Any]],
-                 policy: RetryPolicy | None = None, claim_wait_ms: int = CLAIM_WAIT_MS,
+                 policy: BossApiRetry | None = None, claim_wait_ms: int = CLAIM_WAIT_MS,
                  clock: Callable[[], float] | None = None,
                  registry: RunRegistry | None = None) -> None:
         self.state_dir = state_dir
         self.identity = identity
-        self.policy = policy or RetryPolicy()
+        self.policy = policy or BossApiRetry()
         self.claim_wait_ms = claim_wait_ms
         self.clock = clock
         self.api = self._new_api(identity)

@@ -9,7 +9,7 @@ by-framework itself is never imported here: it is only the test peer.
 """
 
 from boss_agent.sources.gateway.gateway import Gateway
-from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.timing import GatewayTiming
 
-__all__ = ["Gateway", "GatewayTiming", "RetryPolicy"]
+__all__ = ["Gateway", "GatewayTiming", "RedisRetry"]

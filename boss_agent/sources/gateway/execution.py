@@ -35,7 +35,7 @@ from boss_agent.sources.gateway.registry import (
     with_status,
     worker_online,
 )
-from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
@@ -64,7 +64,7 @@ class Shared:
 
     redis: aioredis.Redis
     records: ExecutionRecords
-    policy: RetryPolicy
+    policy: RedisRetry
     worker_id: str
     group: str
     runner: TaskRunner

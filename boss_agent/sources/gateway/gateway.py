@@ -65,7 +65,7 @@ from boss_agent.sources.gateway.fleet import Fleet
 from boss_agent.sources.gateway.reclaim import Reclaimer
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
-from boss_agent.sources.gateway.retry import RetryPolicy
+from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.timing import GatewayTiming
 from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
 from boss_agent.tasks import TaskRunner
@@ -87,7 +87,7 @@ class Gateway:
 
     def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
                  redis_url: str | None = None, max_concurrent: int,
-                 timing: GatewayTiming | None = None, retry: RetryPolicy | None = None,
+                 timing: GatewayTiming | None = None, retry: RedisRetry | None = None,
                  runs: RunRegistry | None = None) -> None:
         if not keys.valid_id(worker_id):
             raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
@@ -105,7 +105,7 @@ class Gateway:
             redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
         self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
-        self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RetryPolicy(),
+        self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
         self.reclaimer = Reclaimer(self.shared, self.timing.reclaim_idle_ms, self._dispatch)
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]

@@ -21,7 +21,7 @@ from websockets.asyncio.server import ServerConnection, unix_serve
 
 from boss_agent.appserver.client import AppServer
 from boss_agent.appserver.connect import Connector, dial
-from boss_agent.appserver.methods import AppServerClient, OverloadPolicy
+from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.rpc import Dispatcher
 from boss_agent.errors import METHOD_NOT_FOUND, SERVER_OVERLOADED, ServerOverloaded
 from tests.peers.codex.test_appserver_transports import codex_settings
@@ -31,7 +31,7 @@ BURST_TIMEOUT_S = 60
 CONCURRENT_CALLS = 400
 SERVER_REQUESTS = {0: "item/commandExecution/requestApproval", 1: "item/fileChange/requestApproval",
                    2: "item/tool/requestUserInput", 3: "item/tool/call", 4: "no/such/request"}
-FAST = OverloadPolicy(max_retries=3, initial_s=0.001, max_s=0.005, jitter_s=0.001)
+FAST = OverloadRetry(max_retries=3, initial_s=0.001, max_s=0.005, jitter_s=0.001)
 
 
 @pytest.mark.codex

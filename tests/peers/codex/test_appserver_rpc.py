@@ -18,7 +18,7 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver import connect
-from boss_agent.appserver.client import AppServer, RestartPolicy
+from boss_agent.appserver.client import AppServer, RestartBackoff
 from boss_agent.appserver.connect import Connector
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.appserver.routing import ServerRequest
@@ -29,7 +29,7 @@ from tests.peers.codex.test_appserver_transports import codex_settings
 pytestmark = pytest.mark.codex
 
 EVENT_TIMEOUT_S = 30
-FAST_RESTART = RestartPolicy(initial_s=0.01, max_s=0.05, jitter_s=0.01)
+FAST_RESTART = RestartBackoff(initial_s=0.01, max_s=0.05, jitter_s=0.01)
 APPROVAL = "item/commandExecution/requestApproval"
 
 

@@ -21,7 +21,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import record_name
 from tests.conftest import PINNED_CODEX_VERSION, REPO
 from tests.support.config import make_config
@@ -29,7 +29,7 @@ from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.cli import isolated
 
 pytestmark = pytest.mark.codex
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 EXIT_TIMEOUT_S = 30
 
 

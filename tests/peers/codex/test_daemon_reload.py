@@ -14,9 +14,9 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.daemon.reload import plan_reload
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 TASK_TIMEOUT_S = 60
 
 

@@ -5,11 +5,12 @@ clicking a real X11 button (xmessage exits with the button's code when it is pre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +110,9 @@ def _tool_search(query: str) -> list[dict[str, Any]]:
         "arguments": {"query": query, "limit": 8}}}]
 
 
-async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the app-server (and so the MCP server) inherit it
+@contextlib.asynccontextmanager
+async def press_target(desktop: dict[str, str]) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """An xmessage window with a Press button, framed by the WM; killed on the way out."""
     await eventually(lambda: _wm_running(desktop))  # a window mapped before the WM is up stays unframed
     target = _spawn(["xmessage", "-geometry", "+200+200", "-buttons", f"Press:{PRESS_EXIT_CODE}",
                      "Boss click target"], desktop, stdout=subprocess.DEVNULL)
@@ -121,6 +122,17 @@ async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver
             await eventually(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
         except TimeoutError:
             pass  # not framed: then nothing moves it either
+        yield target
+    finally:
+        if target.poll() is None:
+            target.kill()
+        target.wait(timeout=10)
+
+
+async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver(
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the app-server (and so the MCP server) inherit it
+    async with press_target(desktop) as target:
         with sm.ScriptedModel(responder=_click_what_the_screenshot_showed) as model:
             home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
             model.enqueue(sm.turn(_tool_search("desktop screenshot click window")))
@@ -148,10 +160,6 @@ async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver
         card = result.execution_progress
         assert {"name": "cua", "status": "ready", "error": None} in card["mcpServers"]
         assert card["backend"] == "cua"
-    finally:
-        if target.poll() is None:
-            target.kill()
-        target.wait(timeout=10)
 
 
 async def _accept(_request: Any) -> str:

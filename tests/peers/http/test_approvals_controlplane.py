@@ -11,7 +11,7 @@ import pytest
 
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.remote_approvals import RemoteApprovals
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, parse_task
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
@@ -87,7 +87,7 @@ async def test_the_device_declines_when_its_approval_id_names_another_request(ht
     await local_decide(plane, task_id, "apr_1", "accept")  # someone accepted that other request
     asked = ApprovalRequest("apr_1", "command", "Run pytest (network: no)", "low", ("accept", "decline"))
     async with BossApi(plane.url, device_id=device.device_id, token=device.token,
-                       policy=RetryPolicy.fast()) as api:
+                       policy=BossApiRetry.fast()) as api:
         decision = await within(RemoteApprovals(api, timeout_s=30).request(
             parse_task(claimed), asked, asyncio.Event()))
     assert decision == "decline"  # never the other request's "accept"

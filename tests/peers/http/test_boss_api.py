@@ -1,5 +1,6 @@
 """The device API client against a real scripted HTTP server on loopback: error
-mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced progress."""
+mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced and lazily
+serialized progress."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ import pytest
 from aiohttp import web
 
 from boss_agent.errors import BossApiError, BossUnreachable, TaskGone, Unauthorized
+from boss_agent.progress.card import Card
+from boss_agent.runner.feed import CardFeed
 from boss_agent.sources.boss.api import USER_AGENT, BossApi
 from boss_agent.sources.boss.progress import ProgressUploader
-from boss_agent.sources.boss.retry import RetryPolicy, is_retryable, parse_retry_after
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
+from boss_agent.sources.boss.retry import BossApiRetry, is_retryable, parse_retry_after
+from boss_agent.sources.boss.runs import BossTaskSink
+from boss_agent.tasks import Task
 
 TOKEN = "tok_secret_abcdef123456"
+DELTAS = 2_000  # answer deltas streamed through the runner's card feed
 Answer = Callable[[web.Request, dict[str, Any]], web.StreamResponse]
 
 
@@ -80,7 +87,7 @@ async def test_5xx_and_429_are_retried_with_the_server_asked_delay(server: tuple
     script.add(path, 503, error("busy"))
     script.add(path, 429, error("slow_down"), **{"Retry-After": "1"})
     script.add(path, 200, {"heartbeatIntervalMs": 1000, "cancelTaskIds": []})
-    policy = RetryPolicy(initial_s=0.01, max_s=0.02, jitter_s=0, retry_after_cap_s=0.3)
+    policy = BossApiRetry(initial_s=0.01, max_s=0.02, jitter_s=0, retry_after_cap_s=0.3)
     async with BossApi(url, device_id="dev_1", token=TOKEN, policy=policy) as api:
         answer = await api.heartbeat({"state": "idle"})
     assert answer["heartbeatIntervalMs"] == 1000
@@ -97,7 +104,7 @@ async def test_other_4xx_are_not_retried_and_401_is_unauthorized(server: tuple[S
     script.add("/api/v1/devices/heartbeat", 400, error("bad_request"))
     script.add("/api/v1/devices/heartbeat", 401, error("unauthorized"))
     script.add("/api/v1/master-agent/tasks/tsk_1/progress", 409, error("task_not_owned"))
-    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
         with pytest.raises(BossApiError) as bad:
             await api.heartbeat({})
         with pytest.raises(Unauthorized) as revoked:
@@ -109,7 +116,7 @@ async def test_other_4xx_are_not_retried_and_401_is_unauthorized(server: tuple[S
 
 
 async def test_an_unreachable_server_is_a_bounded_retryable_error() -> None:
-    policy = RetryPolicy(initial_s=0.01, max_s=0.02, jitter_s=0, give_up_after_s=0.2)
+    policy = BossApiRetry(initial_s=0.01, max_s=0.02, jitter_s=0, give_up_after_s=0.2)
     async with BossApi("http://127.0.0.1:9", device_id="d", token=TOKEN, policy=policy) as api:
         with pytest.raises(BossUnreachable) as exc:
             await api.heartbeat({})
@@ -121,7 +128,7 @@ async def test_progress_is_coalesced_in_order_and_the_last_card_always_arrives(
 ) -> None:
     script, url = server
     cancel = asyncio.Event()
-    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
         uploader = ProgressUploader(api, "tsk_1", cancel, min_interval_s=0.2)
         async with asyncio.TaskGroup() as tg:
             tg.create_task(uploader.run())
@@ -141,7 +148,7 @@ async def test_cancel_requested_or_a_lost_task_sets_the_cancel_event(server: tup
     script, url = server
     script.add("/api/v1/master-agent/tasks/tsk_1/progress", 200, {"cancelRequested": True})
     script.add("/api/v1/master-agent/tasks/tsk_2/progress", 404, error("task_not_found"))
-    async with BossApi(url, device_id="d", token=TOKEN, policy=RetryPolicy.fast()) as api:
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
         for task_id in ("tsk_1", "tsk_2"):
             cancel = asyncio.Event()
             uploader = ProgressUploader(api, task_id, cancel, min_interval_s=0.01)
@@ -149,3 +156,61 @@ async def test_cancel_requested_or_a_lost_task_sets_the_cancel_event(server: tup
             uploader.close()
             await asyncio.wait_for(uploader.run(), 10)
             assert cancel.is_set()
+
+
+async def test_the_runner_card_is_serialized_per_upload_not_per_delta_and_the_final_is_exact(
+    server: tuple[Script, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CardFeed -> BossTaskSink -> ProgressUploader -> loopback HTTP: 2,000 answer deltas
+    cost a handful of ``to_dict`` calls (one per upload), and the last upload is the
+    runner's final card exactly."""
+    serialized = 0
+    to_dict = Card.to_dict
+
+    def counting(card: Card) -> dict[str, Any]:
+        nonlocal serialized
+        serialized += 1
+        return to_dict(card)
+
+    monkeypatch.setattr(Card, "to_dict", counting)
+    script, url = server
+    cancel = asyncio.Event()
+    task = Task(task_id="tsk_1", prompt="p")
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", cancel, min_interval_s=0.2)
+        feed = CardFeed(BossTaskSink(task, uploader, RemoteApprovals(api, 1.0), cancel),
+                        backend="app_server", workdir=None)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await feed.feed({"method": "turn/started", "params": {"turn": {"id": "t", "status": "inProgress"}}})
+            for index in range(DELTAS):
+                await feed.feed({"method": "item/agentMessage/delta", "params": {"delta": f" w{index}"}})
+                if index % 50 == 0:
+                    await asyncio.sleep(0)  # the uploader runs between messages, as in the daemon
+            await feed.event("finished", status="completed", at="2026-01-01T00:00:00.000Z")
+            serialized_by_stream = serialized
+            uploader.close()
+    uploads = [body for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert serialized_by_stream <= len(uploads) < DELTAS // 100  # per upload, never per delta
+    assert uploads[-1]["executionProgress"] == to_dict(feed.card)
+    assert uploads[-1]["executionProgress"]["status"] == "completed"
+    assert uploads[-1]["executionProgress"]["answerPreview"].endswith(f" w{DELTAS - 1}")
+
+
+async def test_the_first_card_waits_one_window_so_no_upload_races_the_turn_start(
+    server: tuple[Script, str],
+) -> None:
+    """The claim already made the task ``running`` on the server; the first card goes
+    out after one coalescing window (or at close), not while the runner starts the turn."""
+    script, url = server
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", asyncio.Event(), min_interval_s=60.0)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await asyncio.sleep(0)  # the uploader waits for its first card
+            uploader.update({"status": "running"})
+            for _ in range(3):
+                await asyncio.sleep(0)  # it has seen the card (and, unfixed, started sending it)
+            uploader.close({"status": "completed"})
+    uploads = [body["executionProgress"] for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert uploads == [{"status": "completed"}]

@@ -21,13 +21,13 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.errors import BossApiError
 from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.daemon.statefile import STATE_FILE
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
 from tests.support.waits import eventually
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
 
 

@@ -12,7 +12,7 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway.registry import worker_online
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
@@ -34,9 +34,9 @@ async def test_the_daemon_serves_the_gateway_and_the_control_plane_together(
         config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, gateway__enabled=True,
                              gateway__redis_url=redis_server.url)
         identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
-                                     policy=RetryPolicy.fast())
+                                     policy=BossApiRetry.fast())
         runner = StubRunner(cards=1)
-        daemon = Daemon(config, runner=runner, retry_policy=RetryPolicy.fast(), claim_wait_ms=300,
+        daemon = Daemon(config, runner=runner, retry_policy=BossApiRetry.fast(), claim_wait_ms=300,
                         handle_signals=False)
         ready = asyncio.Event()
         redis = sdk_redis(redis_server.url)

@@ -18,7 +18,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
@@ -127,13 +127,13 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
         config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path,
                              max_concurrent_tasks=1, gateway__enabled=True,
                              gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=RetryPolicy.fast())
+        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
         # Work waits on both sources before the daemon starts: each grabs its own at once.
         task_id = cp.submit_task("from boss")
         redis = sdk_redis(redis_server.url)
         await redis.xadd(stream, _raw_ask("msg-1", "from redis"))
         runner = CountingRunner()
-        daemon = Daemon(config, runner=runner, retry_policy=RetryPolicy.fast(), claim_wait_ms=300,
+        daemon = Daemon(config, runner=runner, retry_policy=BossApiRetry.fast(), claim_wait_ms=300,
                         handle_signals=False)
         ready = asyncio.Event()
 

@@ -16,7 +16,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import wire
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, StubRunner
@@ -35,8 +35,8 @@ async def running_daemon(tmp_path: Path, redis_url: str) -> AsyncIterator[Daemon
         config = make_config(tmp_path, server_url=cp.url, workspace=tmp_path,
                              gateway__enabled=True, gateway__redis_url=redis_url)
         await pair_device(config.state_dir, cp.url, cp.create_pairing_code(),
-                          policy=RetryPolicy.fast())
-        daemon = Daemon(config, runner=StubRunner(cards=0), retry_policy=RetryPolicy.fast(),
+                          policy=BossApiRetry.fast())
+        daemon = Daemon(config, runner=StubRunner(cards=0), retry_policy=BossApiRetry.fast(),
                         claim_wait_ms=300, handle_signals=False)
         job = await start_until_ready(daemon.run, "daemon")
         try:

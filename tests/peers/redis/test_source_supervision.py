@@ -23,7 +23,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import RetryPolicy
+from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.support.config import make_config
@@ -34,7 +34,7 @@ from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 
-FAST = RetryPolicy.fast()
+FAST = BossApiRetry.fast()
 TURN_END_S = 30.0  # the wind-down interrupts the turn at once; codex ends the stream within ms
 
 
