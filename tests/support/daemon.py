@@ -22,12 +22,13 @@ from typing import Any, ClassVar, Self
 import httpx
 from aiohttp import web
 
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.progress.card import new_card
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
+from tests.support.waits import eventually
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
 DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
@@ -72,10 +73,7 @@ class FaultProxy:
         return [s for s in self.seen if s.path.endswith(suffix) and s.method == method]
 
     async def wait_for(self, predicate: Any, timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
+        await eventually(predicate, timeout, changed=self.changed)
 
     async def __aenter__(self) -> Self:
         self._client = httpx.AsyncClient(timeout=None)
@@ -134,15 +132,6 @@ class FaultProxy:
                             content_type="application/json")
 
 
-def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
-    """A config that reads no user file and no BOSS_* environment."""
-    settings = {"server.url": server_url, "state_dir": str(tmp_path / "state"),
-                "workspaces": [str(tmp_path)], "grace_period_s": 0}
-    settings.update({k.replace("__", "."): v for k, v in overrides.items()})
-    return load_config(None, overrides=settings,
-                       environ={})
-
-
 @contextlib.asynccontextmanager
 async def paired_daemon(config: Config, server_url: str, pairing_code: str,
                         codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
@@ -161,14 +150,6 @@ async def paired_daemon(config: Config, server_url: str, pairing_code: str,
             if not job.done():
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)
-
-
-async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:
-    """Await ``predicate()`` becoming true, re-checking each time ``changed`` fires."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            changed.clear()
-            await changed.wait()
 
 
 class StubRunner:

@@ -122,19 +122,6 @@ async def ask(client: GatewayClient, session: str, content: str, message_id: str
     assert response.success, response.error
 
 
-async def wait_until(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Poll an async or sync predicate until truthy, within a bound."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
-
-
 async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,
                       until: Callable[[DataMessage], bool] | None = None,
                       timeout: float = WAIT_S) -> list[DataMessage]:

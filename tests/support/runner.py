@@ -1,4 +1,4 @@
-"""Helpers for the runner tests: a recording TaskSink, configs, bounded waits."""
+"""Helpers for the runner tests: a recording TaskSink, configs, codex processes."""
 
 from __future__ import annotations
 
@@ -12,20 +12,11 @@ import psutil
 
 from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
-from boss_agent.config import Config, load_config
 from boss_agent.progress.card import Card
 from boss_agent.tasks import ApprovalRequest, SinkDefaults
+from tests.support.config import make_config
+from tests.support.waits import WAIT_S, eventually
 
-WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
-POLL_S = 0.05  # for conditions with no event to await (a process appearing)
-
-
-def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
-    workspace = tmp / "ws"
-    workspace.mkdir(parents=True, exist_ok=True)
-    return load_config(overrides={
-        "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
-        **overrides}, environ={})
 
 
 def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
@@ -78,15 +69,4 @@ class Sink(SinkDefaults):
         return json.dumps(self.cards)
 
     async def until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
-
-
-async def poll(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Wait for a condition that has no event (a process appearing or leaving), bounded."""
-    async with asyncio.timeout(timeout):
-        while not (value := predicate()):
-            await asyncio.sleep(POLL_S)
-        return value
+        await eventually(predicate, timeout, changed=self.changed)

@@ -10,24 +10,17 @@ from typing import Any
 
 import pytest
 
-from boss_agent.config import load_config
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.tasks import SinkDefaults, Task
-
-
-def _config(tmp_path: Path, **overrides: object):
-    root = tmp_path / "ws"
-    root.mkdir(exist_ok=True)
-    return load_config(overrides={"workspaces": [str(root)], "state_dir": str(tmp_path / "state"),
-                                  **overrides}, environ={})
+from tests.support.config import make_config
 
 
 def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     with pytest.raises(TaskRejected) as caught:
         resolve_workdir(Task("t", "p", workdir="../../etc"), config)
     assert caught.value.code == "workdir_not_allowed"
@@ -36,7 +29,7 @@ def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> N
 
 
 def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     (config.workspaces[0] / "escape").symlink_to("/etc")
     with pytest.raises(TaskRejected):
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "escape")), config)
@@ -44,7 +37,7 @@ def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
 
 def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_thread(
         tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     with pytest.raises(TaskRejected):
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "nope")), config)
     scratch = resolve_workdir(Task("t", "p"), config)
@@ -56,7 +49,7 @@ def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_
 
 
 def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warning(tmp_path: Path) -> None:
-    config = _config(tmp_path, **{"codex.max_sandbox": "workspace-write",
+    config = make_config(tmp_path, **{"codex.max_sandbox": "workspace-write",
                                   "codex.max_approval_policy": "on-request",
                                   "codex.approval_modes": ["deny"]})
     policy = resolve_policy(Task("t", "p", sandbox="danger-full-access", approval_policy="never"), config)
