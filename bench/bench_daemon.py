@@ -38,9 +38,10 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.codexbin import find_codex
 from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
+from boss_agent.progress.card import Card
 from boss_agent.runner import Runner
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.tasks import ApprovalRequest, Task
+from boss_agent.tasks import ApprovalRequest, SinkDefaults, Task
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WINDOW_S = 20.0  # the full suite passes 60
@@ -67,8 +68,8 @@ class Arrivals:
         return self.times[count]
 
 
-class NullSink:
-    async def progress(self, card: dict[str, Any]) -> None:
+class NullSink(SinkDefaults):
+    async def progress(self, card: Card) -> None:
         return None
 
     async def request_approval(self, request: ApprovalRequest) -> str:

@@ -26,9 +26,10 @@ import psutil
 
 from bench.bench_progress import _claim, _paired
 from boss_agent.controlplane import ControlPlane
+from boss_agent.progress.card import Card
 from boss_agent.runner.feed import CardFeed
 from boss_agent.sources.boss.progress import ProgressUploader
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 DELTAS = 100_000
 SETTLE = 1_000  # the first deltas grow the card to its steady shape; flatness is judged after them
@@ -38,13 +39,13 @@ YIELD_EVERY = 50  # let the uploader run, as the daemon's loop does between noti
 CLOSE_TIMEOUT_S = 30.0  # the final upload is one local HTTP call
 
 
-class UploadSink:
+class UploadSink(SinkDefaults):
     """The Boss source's sink, progress only: every card goes to the uploader."""
 
     def __init__(self, uploader: ProgressUploader) -> None:
         self.uploader = uploader
 
-    async def progress(self, card: dict[str, Any]) -> None:
+    async def progress(self, card: Card) -> None:
         self.uploader.update(card)
 
     async def request_approval(self, request: ApprovalRequest) -> str:

@@ -51,8 +51,8 @@ class Sizes:
     """How much each group measures: the full suite, or the ``--quick`` smoke."""
 
     appserver_requests: int = 200
-    appserver_turns: int = 20
-    runner_samples: int = 15
+    appserver_turns: int = 40  # medians of 40: one run on a shared 2-core box must settle a 3 % goal
+    runner_samples: int = 40
     warmup: int = bench_appserver.WARMUP
     concurrent_tasks: int = bench_runner.CONCURRENT_TASKS
     stream_chunks: int = bench_runner.STREAM_CHUNKS
@@ -63,7 +63,7 @@ class Sizes:
     storm_s: float = bench_progress.DEFAULT_SECONDS
     storm_rate: float = bench_progress.DEFAULT_RATE
     idle_window_s: float = 60.0
-    daemon_tasks: int = 5
+    daemon_tasks: int = 15
     gateway_events: int = bench_gateway.EVENTS
     gateway_tasks: int = bench_gateway.TASKS
     xadd_requests: int = bench_gateway.XADD_REQUESTS

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from boss_agent.errors import TaskRejected
+from boss_agent.progress.card import Card
 
 INTENTS = ("conversation_reply", "dispatch_execution", "thread_collaboration", "computer_use")
 MAX_PROMPT_CHARS = 200_000  # a prompt larger than this is a client bug, not a task
@@ -98,20 +99,41 @@ class ApprovalRequest:
 class TaskSink(Protocol):
     """What a source gives the runner for one task."""
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        """The card changed. Cheap to call often: the source coalesces uploads."""
+    async def progress(self, card: Card) -> None:
+        """The card changed (called per streamed delta). Keep a reference and call
+        ``card.to_dict()`` only when it is really sent: the card is immutable, so the
+        last one kept is exactly what the runner had."""
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
-        """Ask the user; return the decision (or user-input answers). May block long.
+        """Ask the user; return the decision (or user-input answers). May block long."""
 
-        A sink may also offer ``withdraw_approval(approval_id, reason)``: the runner calls
-        it when Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
-        ``cancelled``, ``timeout``), so the person is no longer asked.
-        """
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        """Codex stopped waiting before a decision (``resolved``, ``turn_ended``,
+        ``cancelled``, ``timeout``): the person is no longer asked."""
 
-    # Optional: ``async def turn_started(self, thread_ref: str, turn_id: str) -> None`` —
-    # the live thread and turn, as soon as Codex named them (a source that lets its user
-    # steer the turn or continue the thread sends them on; the card never carries ids).
+    async def ready_to_run(self) -> None:
+        """Awaited right before Codex may act (turn/start, turn/steer, injected items,
+        codex exec), not before thread/start: the Boss source's running journal is
+        written meanwhile."""
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """The live thread and turn, as soon as Codex named them (a source that lets its
+        user steer the turn or continue the thread sends them on; the card never
+        carries ids)."""
+
+
+class SinkDefaults:
+    """No-op ``withdraw_approval``, ``ready_to_run`` and ``turn_started`` for a sink whose
+    source has nothing to do there: inherit it and write the two methods that matter."""
+
+    async def withdraw_approval(self, approval_id: str, reason: str) -> None:
+        return None
+
+    async def ready_to_run(self) -> None:
+        return None
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        return None
 
 
 def _opt_str(raw: Mapping[str, Any], key: str, limit: int = MAX_ID_CHARS) -> str | None:

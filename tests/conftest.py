@@ -51,6 +51,14 @@ def scripted_model() -> Iterator[ScriptedModel]:
         yield model
 
 
+@pytest.fixture(scope="module")
+def module_model() -> Iterator[ScriptedModel]:
+    """One scripted model for a whole module: each test queues its own responses and reads
+    only its own requests (``model.requests[before:]``), so a module starts one server."""
+    with ScriptedModel() as model:
+        yield model
+
+
 @pytest.fixture
 def codex_home(tmp_path: Path, scripted_model: ScriptedModel) -> Path:
     """A fresh CODEX_HOME whose config points codex at ``scripted_model``."""

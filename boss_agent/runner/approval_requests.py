@@ -286,11 +286,8 @@ class Approvals:
             return None
 
     async def _withdraw(self, aid: str, reason: str) -> None:
-        withdraw = getattr(self.sink, "withdraw_approval", None)
-        if withdraw is None:
-            return
         try:
             async with asyncio.timeout(WITHDRAW_TIMEOUT_S):
-                await withdraw(aid, reason)
+                await self.sink.withdraw_approval(aid, reason)
         except Exception as exc:  # noqa: BLE001 - best effort; the decision is already moot
             logger.info("withdrawing approval %s failed (%s)", aid, exc.__class__.__name__)

@@ -35,6 +35,16 @@ class RunContext:
     # None when the app-server is not ours, so its reported pids are never killed here.
     app_server_pid: Callable[[], int | None] = lambda: None
 
+    async def ready_to_act(self) -> None:
+        """Wait until the source may let Codex act on this task (its optional sink method
+        ``ready_to_run``: the Boss source's running journal is on disk then).
+
+        Called right before the first call that runs or changes anything (``turn/start``,
+        ``turn/steer``, injected items, ``codex exec``), never before: ``thread/start``
+        and ``thread/resume`` run nothing, so they overlap with the source's write.
+        """
+        await self.sink.ready_to_run()
+
     def input(self, text: str | None = None) -> list[dict[str, Any]]:
         return [{"type": "text", "text": self.task.prompt if text is None else text}]
 

@@ -31,6 +31,20 @@ logger = logging.getLogger(__name__)
 MAX_LINE_BYTES = 16 * 1024 * 1024  # an item.completed with a large command output is one line
 EXIT_WAIT_S = 10.0  # after stdout closes, codex exec exits at once; this bounds a wedged one
 STDERR_TAIL_CHARS = 300  # enough of stderr to say why exec failed, after sanitizing
+STDERR_WINDOW_CHARS = 8192  # stderr sanitized before the tail is cut: whole lines around it
+
+
+def stderr_tail(stderr: bytes, workdir: str | Path | None) -> str:
+    """The end of codex exec's stderr, masked first and cut after, from a line start.
+
+    Cutting first could start the tail inside a secret whose head (``sk-``,
+    ``Authorization:``) is gone, and what is left of it would no longer be recognised.
+    """
+    text = stderr.decode(errors="replace").strip()
+    if len(text) > STDERR_WINDOW_CHARS:
+        text = text[-STDERR_WINDOW_CHARS:]
+        text = text[text.find("\n") + 1:]  # from a line start: no secret without its head
+    return sanitize_text(text, workdir=workdir, limit=STDERR_TAIL_CHARS, tail=True) if text else ""
 
 
 def codex_home(env: dict[str, str]) -> Path:
@@ -118,6 +132,7 @@ class ExecRun:
     async def run(self) -> TurnOutcome:
         ctx = self.ctx
         check_resumable(ctx, self.env)
+        await ctx.ready_to_act()
         proc = await asyncio.create_subprocess_exec(
             *exec_argv(self.binary, ctx, self.overrides), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ctx.workdir,
@@ -187,7 +202,7 @@ class ExecRun:
             return TurnOutcome("cancelled", "cancelled", "the task was cancelled", self.answer)
         if self.completed and code == 0:
             return TurnOutcome("completed", last_answer=self.answer)
-        message = self.error or stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
+        message = self.error or stderr_tail(stderr, workdir)
         message = sanitize_text(message or f"codex exec exited with {code}", workdir=workdir,
                                 limit=MAX_RESULT_CHARS)
         logger.info("codex exec failed (exit %s)", code)

@@ -2,8 +2,9 @@
 
 One ``CardFeed`` per task. It owns the current ``Card``, feeds it app-server
 messages, ``codex exec`` events and the runner's own ``boss/*`` lifecycle
-events, and hands the sink a fresh dict whenever the card changed (the source
-coalesces uploads, so calling often is fine).
+events, and hands the sink the new (immutable) ``Card`` whenever it changed. The
+sink serializes only what it actually sends: a card per answer delta costs a
+reference, not a ``to_dict`` (the sources coalesce uploads to a few a second).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from boss_agent.tasks import TaskSink
 from boss_agent.timefmt import utc_iso
 
 logger = logging.getLogger(__name__)
-
-
 
 
 class CardFeed:
@@ -41,11 +40,13 @@ class CardFeed:
         await self.event("status", status=status, at=utc_iso(ms=True))
 
     async def _set(self, card: Card) -> None:
-        if card is self.card or card == self.card:
+        # Identity only: the reducer returns the same card when nothing changed, and a
+        # field-by-field ``==`` per delta costs more than the sink's lazy handling.
+        if card is self.card:
             return
         self.card = card
         try:
-            await self.sink.progress(card.to_dict())
+            await self.sink.progress(card)
         except Exception as exc:  # noqa: BLE001 - a failing upload must not fail the task; the source retries
             logger.warning("progress upload failed: %s", exc.__class__.__name__)
 

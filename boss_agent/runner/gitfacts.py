@@ -12,6 +12,7 @@ for above the workdir (``GIT_CEILING_DIRECTORIES``). ``gh`` runs outside the wor
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -83,17 +84,29 @@ async def github_cli() -> str:
     return "available" if code == 0 else "unauthenticated"
 
 
+def has_own_git(workdir: Path) -> bool:
+    """Whether git could find a repository here at all.
+
+    ``GIT_CEILING_DIRECTORIES`` is the workdir's parent, so only a ``.git`` (a
+    directory, or a gitfile of a worktree or submodule) in the workdir itself counts:
+    without one, every probe would fail, and a stat spares a fork+exec per turn.
+    """
+    return os.path.lexists(workdir / ".git")
+
+
 async def branch_facts(workdir: Path, gh_status: str) -> dict[str, Any] | None:
-    """``boss/branch`` params, or None when the workdir is not in a git work tree."""
-    if not shutil.which("git"):
+    """``boss/branch`` params, or None when the workdir is not a git work tree's top."""
+    if not has_own_git(workdir) or not shutil.which("git"):
         return None
-    code, name = await _git(["rev-parse", "--abbrev-ref", "HEAD"], workdir)
+    # Independent reads, run side by side: the branch name and the filter names.
+    head, filters = await asyncio.gather(_git(["rev-parse", "--abbrev-ref", "HEAD"], workdir),
+                                         _no_filters(workdir))
+    code, name = head
     if code != 0:
         return None
-    no_filters = await _no_filters(workdir)
-    _, status = await _git(["status", "--porcelain", "--untracked-files=all"], workdir, no_filters)
-    _, numstat = await _git(["diff", "--numstat", "--no-ext-diff", "--no-textconv", "HEAD"], workdir,
-                            no_filters)
+    (_, status), (_, numstat) = await asyncio.gather(
+        _git(["status", "--porcelain", "--untracked-files=all"], workdir, filters),
+        _git(["diff", "--numstat", "--no-ext-diff", "--no-textconv", "HEAD"], workdir, filters))
     insertions, deletions = _numstat(numstat)
     return {"name": name.strip() or None, "changedFiles": len(status.splitlines()),
             "insertions": insertions, "deletions": deletions, "gitOperations": [],

@@ -266,17 +266,27 @@ class Runner:
 
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
-            async with self._gh_lock:
-                if self._gh_status is None:
-                    self._gh_status = await gitfacts.github_cli()
-            branch = await gitfacts.branch_facts(ctx.workdir, self._gh_status)
-            if branch:
-                await ctx.feed.event("branch", **branch)
-            found = await asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir, ctx.started_at)
-            if found:
-                await ctx.feed.event("artifacts", artifacts=found)
+            # The git probes and the artifact walk are independent: side by side, the
+            # task ends after the slower of the two, not after both.
+            async with asyncio.TaskGroup() as tg:
+                branch = tg.create_task(self._branch_facts(ctx.workdir))
+                found = tg.create_task(asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir,
+                                                         ctx.started_at))
+            facts, artifacts = branch.result(), found.result()
+            if facts:
+                await ctx.feed.event("branch", **facts)
+            if artifacts:
+                await ctx.feed.event("artifacts", artifacts=artifacts)
         except Exception as exc:  # noqa: BLE001 - facts are a nicety; they never fail the task
             logger.warning("reading branch facts failed: %s", exc.__class__.__name__)
+
+    async def _branch_facts(self, workdir: Path) -> dict[str, Any] | None:
+        if not gitfacts.has_own_git(workdir):
+            return None  # not a repository: neither git nor gh is worth a spawn
+        async with self._gh_lock:
+            if self._gh_status is None:
+                self._gh_status = await gitfacts.github_cli()
+        return await gitfacts.branch_facts(workdir, self._gh_status)
 
     async def _finish(self, feed: CardFeed, result: TaskResult, ctx: RunContext | None) -> TaskResult:
         if result.error_message:

@@ -143,6 +143,7 @@ class AppServerTurn:
         expected = ctx.task.target_turn_id
         if not expected:
             raise TurnNotActive("a steer must name the turn it joins (targetCodexTurnId)")
+        await ctx.ready_to_act()
         async with self.client.listen(self._thread) as listener:
             try:
                 await self.client.turn_steer(self._thread, expected, ctx.input())
@@ -187,6 +188,7 @@ class AppServerTurn:
 
     async def _start_and_follow(self, listener: ThreadListener, inject: list[dict[str, Any]] | None) -> TurnOutcome:
         ctx = self.ctx
+        await ctx.ready_to_act()  # the source's record first: a turn never runs twice
         if inject:
             await self._before_turn(self.client.thread_inject_items(self._thread, inject))
         if ctx.cancel.is_set():
@@ -199,9 +201,8 @@ class AppServerTurn:
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
-        announce = getattr(ctx.sink, "turn_started", None)  # optional sink method (the gateway's)
-        if announce is not None:
-            await announce(ctx.thread_id, ctx.turn_id)
+        if ctx.thread_id is not None:
+            await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
     async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:

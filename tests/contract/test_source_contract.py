@@ -32,16 +32,10 @@ from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
-from tests.support.gateway import (
-    AGENT,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
-from tests.support.runner import poll
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
 
@@ -113,7 +107,7 @@ class GatewaySide:
         ask = next(fields for _, fields in entries if key in fields["data"])
         await self.redis.xadd(stream, ask)
         # Read and acked (a skip), while the first entry stays pending until the task ends.
-        await wait_until(lambda: self._only_first_pending(stream))
+        await eventually(lambda: self._only_first_pending(stream))
 
     async def _only_first_pending(self, stream: str) -> bool:
         group = (await self.redis.xinfo_groups(stream))[0]
@@ -146,7 +140,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, codex_bin: str, 
         async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
             proxy.heartbeat_interval_ms = 1000  # a Boss cancel rides the next heartbeat
             gateway = request.param == "gateway"
-            config = make_config(tmp_path, proxy.url, codex__bin=codex_bin,
+            config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin,
                                  codex__app_server_transport="ws",
                                  codex__app_server_url=listener.url,
                                  gateway__enabled=gateway, gateway__redis_url=redis_server.url,
@@ -188,7 +182,8 @@ async def _hung_turn(world: World, key: str) -> str:
 
 async def _turn_ended(model: sm.ScriptedModel) -> str:
     """How the hung model stream ended, waiting up to TURN_END_S for codex to end it."""
-    return await poll(lambda: model.requests[0].stream_end != "pending" and model.requests[0].stream_end, TURN_END_S)
+    return await eventually(
+        lambda: model.requests[0].stream_end != "pending" and model.requests[0].stream_end, TURN_END_S)
 
 
 async def test_a_task_runs_on_codex_and_its_result_is_delivered_once(world: World) -> None:

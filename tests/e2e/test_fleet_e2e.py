@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -28,17 +27,9 @@ from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.demo import scripted_model as sm
 from boss_agent.identity import LOCAL_ID_FILE
 from boss_agent.sources.gateway import keys
-from tests.support.runner import poll
-from tests.support.gateway import (
-    AGENT,
-    ask,
-    delta_text,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
+from tests.support.gateway import AGENT, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
+from tests.support.cli import cli_env
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio]
 
@@ -167,7 +158,7 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
         running = await read_events(redis, "s-2", "m-2", timeout=TURN_WAIT_S,
                                     until=lambda m: bool(m.metadata.get("turnId")))
         turn = running[-1].metadata["turnId"]
-        await poll(lambda: len(model.requests) >= 2, timeout=TURN_WAIT_S)
+        await eventually(lambda: len(model.requests) >= 2, timeout=TURN_WAIT_S)
         # A new task can only be read by the other device.
         await ask(client, "s-2", "something else", "m-3")
         third = await read_events(redis, "s-2", "m-3", timeout=TURN_WAIT_S)
@@ -175,7 +166,7 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
         # (m-2 was forwarded too if the other device happened to read it.)
         base = other.gateway.status["counts"].get("forwarded", 0)
         await ask(client, "s-2", "and then?", "m-4", extra_payload={"codexThreadRef": thread})
-        await wait_until(lambda: other.gateway.status["counts"].get("forwarded") == base + 1, TURN_WAIT_S)
+        await eventually(lambda: other.gateway.status["counts"].get("forwarded") == base + 1, TURN_WAIT_S)
         model.enqueue(sm.text_reply("steered answer"), sm.text_reply("follow-up answer"))
         # A steer of the running turn: forwarded too, and it needs no slot on the holder.
         await ask(client, "s-2", "focus on the tests", "m-5",
@@ -199,11 +190,10 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
 
 
 def _subprocess_env(settings: dict[str, Any], home: Path, worker_id: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BOSS_")}
     empty = home.parent / "config.toml"
     empty.write_text("")
-    env.update({
-        "BOSS_AGENT_CONFIG": str(empty), "HOME": str(home.parent), "CODEX_HOME": str(home),
+    return cli_env(home.parent, **{
+        "BOSS_AGENT_CONFIG": str(empty), "CODEX_HOME": str(home),
         "BOSS_STATE_DIR": settings["state_dir"], "BOSS_WORKSPACES": settings["workspaces"][0],
         "BOSS_CODEX_BIN": settings["codex.bin"], "BOSS_CODEX_SANDBOX": "danger-full-access",
         "BOSS_CODEX_MAX_SANDBOX": "danger-full-access", "BOSS_MAX_CONCURRENT_TASKS": "1",
@@ -211,7 +201,6 @@ def _subprocess_env(settings: dict[str, Any], home: Path, worker_id: str) -> dic
         "BOSS_GATEWAY_AGENT_TYPES": ",".join(settings["gateway.agent_types"]),
         "BOSS_GATEWAY_WORKER_ID": worker_id, "BOSS_LOG_LEVEL": "debug",
     })
-    return env
 
 
 async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_never_run_again(
@@ -227,12 +216,13 @@ async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_neve
         sys.executable, "-m", "boss_agent", "run", stdin=subprocess.DEVNULL, stdout=log,
         stderr=subprocess.STDOUT, env=_subprocess_env(doomed_settings, doomed_home, "w-doomed"))
     try:
-        await wait_until(lambda: redis.exists(keys.worker_lease("w-doomed")), START_WAIT_S)
+        # Online for a client: its lease and its agent-type membership (written just after).
+        await eventually(lambda: redis.sismember(keys.agent_type_members(agent), "w-doomed"), START_WAIT_S)
         response = await client.send_message(agent, "s-k", "a long job", message_id="m-k", trace_id="t")
         assert response.success, response.error
         await read_events(redis, "s-k", "m-k", timeout=TURN_WAIT_S,
                           until=lambda m: bool(m.metadata.get("turnId")))
-        await poll(lambda: len(model.requests) == 1, timeout=TURN_WAIT_S)
+        await eventually(lambda: len(model.requests) == 1, timeout=TURN_WAIT_S)
         running = await record_of(redis, "s-k", "m-k")
         proc.kill()
         await asyncio.wait_for(proc.wait(), STOP_WAIT_S)

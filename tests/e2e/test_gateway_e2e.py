@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +30,10 @@ from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
-from tests.support.runner import module_env, poll
-from tests.support.gateway import (
-    AGENT,
-    FAST,
-    WAIT_S,
-    ask,
-    delta_text,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
+from tests.support.config import make_config
+from tests.support.runner import module_env
+from tests.support.gateway import AGENT, FAST, WAIT_S, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio(loop_scope="module")]
 
@@ -52,14 +43,8 @@ COMMAND_CANARY = "sk-proj-" + "Zk9" * 10  # an API key inside the model's comman
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[sm.ScriptedModel]:
-    with sm.ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
-    return module_env(tmp_path_factory.mktemp("gwe2e"), model, codex_bin, **{"gateway.agent_types": [AGENT]})
+def env(tmp_path_factory: pytest.TempPathFactory, module_model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
+    return module_env(tmp_path_factory.mktemp("gwe2e"), module_model, codex_bin, **{"gateway.agent_types": [AGENT]})
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -106,10 +91,10 @@ def _cards(events: list[DataMessage]) -> list[dict[str, Any]]:
 
 
 async def test_an_sdk_ask_runs_a_real_codex_turn_and_streams_answer_cards_and_the_final_answer(
-        env: dict[str, Any], app: AppServer, model: sm.ScriptedModel, redis_server) -> None:
+        env: dict[str, Any], app: AppServer, module_model: sm.ScriptedModel, redis_server) -> None:
     work = _workdir(env, "answer")
     answer = "The build is green: 42 tests passed."
-    model.enqueue(sm.turn(sm.message(answer, ["The build ", "is green: ", "42 tests", " passed."])))
+    module_model.enqueue(sm.turn(sm.message(answer, ["The build ", "is green: ", "42 tests", " passed."])))
     redis = sdk_redis(redis_server.url)
     async with codex_gateway(env["config"], app, env["home"], redis_server.url):
         await ask(sdk_client(redis), "s-ans", f"check the build; token {PROMPT_CANARY}", "msg-ans",
@@ -128,14 +113,14 @@ async def test_an_sdk_ask_runs_a_real_codex_turn_and_streams_answer_cards_and_th
     assert events[-1].event_type == "appStreamResponse"
     assert record["status"] == "COMPLETED" and record["worker_id"] == "w-e2e"
     assert PROMPT_CANARY not in wire and "check the build" not in wire
-    assert PROMPT_CANARY in model.requests[-1].input_texts()[-1]  # the prompt did reach codex
+    assert PROMPT_CANARY in module_model.requests[-1].input_texts()[-1]  # the prompt did reach codex
 
 
 async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
-        env: dict[str, Any], app: AppServer, model: sm.ScriptedModel, redis_server) -> None:
+        env: dict[str, Any], app: AppServer, module_model: sm.ScriptedModel, redis_server) -> None:
     work = _workdir(env, "approve")
     command = f"touch approved.txt && echo {COMMAND_CANARY} > key.txt"
-    model.enqueue(sm.turn(sm.shell_call(command, sandbox_permissions="require_escalated",
+    module_model.enqueue(sm.turn(sm.shell_call(command, sandbox_permissions="require_escalated",
                                         justification="the test asks before it runs a command")),
                   sm.turn(sm.message("file created")))
     redis = sdk_redis(redis_server.url)
@@ -149,7 +134,7 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
         form = json.loads(delta_text(asked[-1]))
         assert form["pluginMachineFields"][0]["fieldCode"] == "user_input"
         # The form is written first, then the record says WAITING_USER and the entry is acked.
-        await wait_until(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
+        await eventually(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
         assert gateway.status["suspended"] == 1
         assert not (work / "approved.txt").exists()
         await client.send_message(AGENT, "s-apr", "", action_type="RESUME", message_id="msg-apr",
@@ -171,16 +156,16 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
 
 
 async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_stream(
-        env: dict[str, Any], app: AppServer, model: sm.ScriptedModel, redis_server) -> None:
+        env: dict[str, Any], app: AppServer, module_model: sm.ScriptedModel, redis_server) -> None:
     work = _workdir(env, "cancel")
-    before = len(model.requests)
-    model.enqueue(sm.hang(sm.message("partial answer")))
+    before = len(module_model.requests)
+    module_model.enqueue(sm.hang(sm.message("partial answer")))
     redis = sdk_redis(redis_server.url)
     client = sdk_client(redis)
     try:
         async with codex_gateway(env["config"], app, env["home"], redis_server.url):
             await ask(client, "s-can", "a long job", "msg-can", extra_payload={"workdir": str(work)})
-            await poll(lambda: len(model.requests) > before, timeout=TURN_WAIT_S)  # the turn is in flight
+            await eventually(lambda: len(module_model.requests) > before, timeout=TURN_WAIT_S)  # the turn is in flight
             await read_events(redis, "s-can", "msg-can", timeout=TURN_WAIT_S,
                               until=lambda m: m.event_type == "answerDelta")
             response = await client.cancel_task("msg-can", "s-can", reason="user stop")
@@ -188,26 +173,26 @@ async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_strea
             events = await read_events(redis, "s-can", "msg-can", timeout=TURN_WAIT_S)
             record = await record_of(redis, "s-can", "msg-can")
             # codex interrupted the turn: it hung up on the model's stream (never released)
-            await poll(lambda: model.requests[before].stream_end == "peer_closed", timeout=TURN_WAIT_S)
+            await eventually(lambda: module_model.requests[before].stream_end == "peer_closed", timeout=TURN_WAIT_S)
     finally:
-        model.release()
+        module_model.release()
         await redis.aclose()
     assert record["status"] == "CANCELLED"
     assert events[-1].event_type == "appStreamResponse"
     assert not [e for e in events if e.event_type == "finalAnswer" and delta_text(e) == "partial answer"]
     assert _cards(events)[-1]["status"] == "cancelled"
     # codex itself stopped: the model is asked nothing more for this thread
-    assert len(model.requests) == before + 1
+    assert len(module_model.requests) == before + 1
 
 
 async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_gateway_task_on_codex(
-        tmp_path: Path, codex_bin: str, model: sm.ScriptedModel, env: dict[str, Any], redis_server) -> None:
+        tmp_path: Path, codex_bin: str, module_model: sm.ScriptedModel, env: dict[str, Any], redis_server) -> None:
     work = tmp_path / "work"
     work.mkdir()
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
             daemon_support.FaultProxy(cp.url) as proxy:
-        config = daemon_support.make_config(
-            tmp_path, proxy.url, codex__bin=codex_bin, gateway__enabled=True,
+        config = make_config(
+            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
         daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},
@@ -217,10 +202,10 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
         async with asyncio.TaskGroup() as tg:
             job = tg.create_task(daemon.run(ready))
             await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
-            model.enqueue(sm.turn(sm.message("answer via redis", ["answer ", "via redis"])))
+            module_model.enqueue(sm.turn(sm.message("answer via redis", ["answer ", "via redis"])))
             await ask(sdk_client(redis), "s-d", "from redis", "msg-d", extra_payload={"workdir": str(work)})
             events = await read_events(redis, "s-d", "msg-d", timeout=TURN_WAIT_S)
-            model.enqueue(sm.turn(sm.message("answer via boss")))
+            module_model.enqueue(sm.turn(sm.message("answer via boss")))
             task_id = cp.submit_task("from boss", workdir=str(work))
             await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
                                  timeout=TURN_WAIT_S)

@@ -13,7 +13,8 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import make_config, paired_daemon
+from tests.support.config import make_config
+from tests.support.daemon import paired_daemon
 from tests.support.webdriver import PHONE, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.codex]
@@ -49,7 +50,8 @@ async def test_on_a_phone_the_page_submits_approves_steers_and_continues_a_threa
         sm.text_reply("steered answer"),
         sm.text_reply("second turn answer"))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
-        config = make_config(tmp_path, plane.url, codex__bin=codex_bin, max_concurrent_tasks=1)
+        config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                             codex__bin=codex_bin, max_concurrent_tasks=1)
         async with (paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home),
                     chromium(tmp_path / "profile", size=PHONE) as browser):
             await browser.open(plane.page_url)

@@ -17,8 +17,9 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import make_config, paired_daemon
-from tests.support.e2e import REPO, _clean_env
+from tests.support.config import make_config
+from tests.support.daemon import paired_daemon
+from tests.support.cli import cli_env
 
 LINE_TIMEOUT_S = 60  # codex start-up plus a few scripted model round trips
 
@@ -62,9 +63,9 @@ async def _no_cli_left() -> AsyncIterator[None]:
             await cli.proc.communicate()
 
 
-async def run_cli(tmp_path: Path, *args: str) -> Cli:
-    env = {**_clean_env(), "BOSS_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path / "home"),
-           "PYTHONPATH": str(REPO)}
+async def start_cli(tmp_path: Path, *args: str) -> Cli:
+    """An interactive ``boss-agent`` the test reads line by line (``run_cli`` runs to completion)."""
+    env = cli_env(tmp_path / "home", BOSS_STATE_DIR=str(tmp_path / "state"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "boss_agent", *args, cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -84,7 +85,8 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
     tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, workdir: Path,
     scripted_model: sm.ScriptedModel,
 ) -> None:
-    config = make_config(tmp_path, plane.url, codex__bin=codex_bin, max_concurrent_tasks=1)
+    config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                         codex__bin=codex_bin, max_concurrent_tasks=1)
     scripted_model.enqueue(
         sm.turn(sm.update_plan([("Run the check", "in_progress")]),
                 sm.shell_call("echo checked", sandbox_permissions="require_escalated",
@@ -93,7 +95,7 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
         sm.text_reply("steered answer"),
         sm.text_reply("second turn answer"))
     async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home):
-        task = await run_cli(tmp_path, "task", "a long job", "--workdir", str(workdir))
+        task = await start_cli(tmp_path, "task", "a long job", "--workdir", str(workdir))
         first = (await task.line_with("task tsk_")).split()[1]
         await task.line_with("status: running")
         await task.line_with("step ▶ Run the check")
@@ -105,12 +107,12 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
         await task.line_with("approval: ")
         await asyncio.to_thread(scripted_model.wait_for_requests, 2, LINE_TIMEOUT_S)
         await plane.wait_task(first, lambda v: v["turnId"] is not None, LINE_TIMEOUT_S)
-        steer = await run_cli(tmp_path, "steer", first, "focus on the tests")
+        steer = await start_cli(tmp_path, "steer", first, "focus on the tests")
         steer_code, steer_out, steer_err = await steer.finish()
         code, out, err = await task.finish()
         thread = plane.task(first)["codexThreadRef"]
         assert f"thread: {thread} (continue it with --thread)" in out
-        follow = await run_cli(tmp_path, "task", "and now?", "--workdir", str(workdir), "--thread", thread)
+        follow = await start_cli(tmp_path, "task", "and now?", "--workdir", str(workdir), "--thread", thread)
         follow_code, follow_out, follow_err = await follow.finish()
     assert steer_code == 0, steer_out + steer_err
     assert "result: steered answer" in steer_out
@@ -124,13 +126,13 @@ async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continu
 async def test_a_steer_of_a_task_without_a_running_turn_is_one_line_and_exit_1(
         tmp_path: Path, plane: ControlPlane) -> None:
     queued = plane.submit_task("nobody claims this")
-    code, out, err = await (await run_cli(tmp_path, "steer", queued, "hello")).finish()
+    code, out, err = await (await start_cli(tmp_path, "steer", queued, "hello")).finish()
     assert code == 1 and "no running turn to steer" in err and len(err.strip().splitlines()) == 1, err
     assert len(plane.tasks()) == 1  # nothing was submitted
 
 
 async def test_task_computer_use_submits_a_desktop_task(tmp_path: Path, plane: ControlPlane) -> None:
-    code, out, err = await (await run_cli(tmp_path, "task", "open the editor", "--computer-use",
+    code, out, err = await (await start_cli(tmp_path, "task", "open the editor", "--computer-use",
                                           "--no-follow")).finish()
     assert code == 0, err
     assert plane.task(out.strip())["task"]["intentCategory"] == "computer_use"

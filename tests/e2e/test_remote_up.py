@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
 from boss_agent.controlplane import ControlPlane, LocalClient
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import WAIT_S, make_config, paired_daemon
-from tests.support.e2e import REPO, UpProcess, _clean_env, pending_approval
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, paired_daemon
+from tests.support.e2e import UpProcess, pending_approval
+from tests.support.cli import cli_env, run_cli_async
 
 TASK_WAIT_S = 60  # codex start-up plus one scripted model round trip
 LONG_GRACE_S = 3600  # far beyond the test's bound: only an immediate cancel lets the daemon stop in time
@@ -28,7 +29,8 @@ async def test_a_stop_cancels_at_once_a_task_that_only_waits_on_an_approval(
     scripted_model.enqueue(sm.turn(sm.shell_call("echo never", sandbox_permissions="require_escalated",
                                                  justification="the test asks and nobody answers")))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
-        config = make_config(tmp_path, plane.url, codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
+        config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                             codex__bin=codex_bin, grace_period_s=LONG_GRACE_S)
         async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home) as (daemon, job):
             task_id = plane.submit_task("run something", workdir=str(workdir))
             await plane.wait_task(task_id, lambda v: v["approvals"], TASK_WAIT_S)
@@ -61,19 +63,13 @@ async def test_ctrl_c_on_up_does_not_wait_for_an_approval_nobody_will_give(tmp_p
 
 
 async def test_up_on_a_busy_port_says_so_in_one_line_naming_the_port_and_the_flag(tmp_path: Path) -> None:
-    (tmp_path / "home").mkdir()
-    env = {**_clean_env(), "BOSS_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path / "home"),
-           "BOSS_WORKSPACES": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env = cli_env(tmp_path / "home", BOSS_STATE_DIR=str(tmp_path / "state"), BOSS_WORKSPACES=str(tmp_path))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "boss_agent", "up", "--port", str(port), cwd=tmp_path, env=env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        async with asyncio.timeout(CLI_TIMEOUT_S):
-            _out, raw_err = await proc.communicate()
-    err = raw_err.decode()
-    assert proc.returncode not in (0, None)
+        done = await run_cli_async("up", "--port", str(port), cwd=tmp_path, env=env, timeout=CLI_TIMEOUT_S)
+    err = done.stderr
+    assert done.returncode != 0
     assert len(err.strip().splitlines()) == 1, err
     assert str(port) in err and "--port" in err and "internal error" not in err and "OSError" not in err

@@ -22,9 +22,11 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
-from tests.support.runner import Sink, make_config, poll, sleepers
+from tests.support.config import make_config
+from tests.support.runner import Sink, sleepers
 from tests.security.support import hostile
 from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex]
 
@@ -74,19 +76,19 @@ async def test_cancelling_one_task_leaves_the_other_task_s_command_in_the_same_w
         async with asyncio.TaskGroup() as tg:
             _background_sleep_turn(scripted_model, first)
             one = tg.create_task(_run(runner, workdir, "t-one", cancel_first))
-            await poll(lambda: _sleep(first) and len(scripted_model.requests) >= 2)
+            await eventually(lambda: _sleep(first) and len(scripted_model.requests) >= 2)
             _background_sleep_turn(scripted_model, second)
             two = tg.create_task(_run(runner, workdir, "t-two", cancel_second))
-            await poll(lambda: _sleep(second) and len(scripted_model.requests) >= 4)
+            await eventually(lambda: _sleep(second) and len(scripted_model.requests) >= 4)
             cancel_first.set()
             assert (await one).status == "cancelled"
             # SIGKILL is sent before the result; the kernel ends the process soon after.
-            await poll(lambda: _sleep(first) == [])
+            await eventually(lambda: _sleep(first) == [])
             assert _sleep(second), "the other task's command was killed"
             cancel_second.set()
         scripted_model.release()
         assert two.result().status == "cancelled"
-        await poll(lambda: _sleep(second) == [])
+        await eventually(lambda: _sleep(second) == [])
 
 
 async def _cancel_background_sleep(config: Any, codex_home: Path, model: sm.ScriptedModel,
@@ -99,14 +101,14 @@ async def _cancel_background_sleep(config: Any, codex_home: Path, model: sm.Scri
         async with asyncio.TaskGroup() as tg:
             running = tg.create_task(_run(runner, config.workspaces[0], f"t-{marker}", cancel))
             # The command yielded and the model waits: the turn is active, the command runs on.
-            sleepers = await poll(lambda: _sleep(marker) and len(model.requests) >= 2 and _sleep(marker))
+            sleepers = await eventually(lambda: _sleep(marker) and len(model.requests) >= 2 and _sleep(marker))
             cancel.set()
         result: Any = running.result()
         assert result.status == "cancelled"
         model.release()
         # Checked while connected: codex ends a thread's commands when its client leaves.
         if ended:  # SIGKILL is sent before the result; the kernel ends the process soon after
-            await poll(lambda: not [proc for proc in sleepers if _alive(proc)])
+            await eventually(lambda: not [proc for proc in sleepers if _alive(proc)])
         return [proc for proc in sleepers if _alive(proc)]
 
 

@@ -20,7 +20,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.security import SESSION_TTL_S, secret_path
 from boss_agent.errors import ConfigError
 from tests.support.webdriver import chromium
-from tests.unit.test_cli import run_cli
+from tests.support.cli import cli_env, run_cli
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import EVENT_TIMEOUT_S, error_code  # noqa: E402
@@ -84,7 +84,7 @@ def test_a_non_loopback_listen_address_is_refused(db_path, host):
 
 @pytest.mark.parametrize("command", ["up", "devserver"])
 def test_the_cli_refuses_a_non_loopback_host_with_one_line_and_exit_2(tmp_path: Path, command):
-    done = run_cli(command, "--host", "0.0.0.0", "--port", "0", home=tmp_path)
+    done = run_cli(command, "--host", "0.0.0.0", "--port", "0", env=cli_env(tmp_path))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1 and "loopback" in done.stderr
     assert "token=" not in done.stdout + done.stderr

@@ -14,7 +14,8 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
-from tests.support.runner import Sink, make_config
+from tests.support.config import make_config
+from tests.support.runner import Sink
 from tests.security.support import hostile, missing_app_server
 
 pytestmark = [pytest.mark.codex]

@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boss_agent.logs import OURS, remove_handlers, setup_logging
-from boss_agent.progress.card import final_answer, new_card
+from boss_agent.progress.card import Card, final_answer, new_card
 from boss_agent.progress.reducer import reduce
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.retry import RedisRetry
@@ -171,7 +171,7 @@ class Harness:
         publisher = Publisher(None, self.ctx, RedisRetry(), sub_agent=False)  # type: ignore[arg-type]
         return GatewaySink(publisher, asyncio.Event(), noop, noop)
 
-    def events(self, sink: GatewaySink, card: dict[str, Any]) -> list[dict[str, Any]]:
+    def events(self, sink: GatewaySink, card: Card) -> list[dict[str, Any]]:
         self.loop.run_until_complete(sink.progress(card))
         out = [sink._render(kind, value) for kind, value in sink._outbox]
         sink._outbox.clear()
@@ -189,7 +189,7 @@ class Harness:
             shown = card.to_dict()
             assert_clean(f"{method} card", shown, core)
             if method == "item/agentMessage/delta":  # the sink turns answer previews into deltas
-                assert_clean(f"{method} gateway", self.events(sink, shown), core)
+                assert_clean(f"{method} gateway", self.events(sink, card), core)
 
     def new_log_lines(self) -> str:
         with self.log_file.open(encoding="utf-8") as handle:

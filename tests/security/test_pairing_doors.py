@@ -7,9 +7,7 @@ are told apart by their source address (127.0.0.1 and 127.0.0.2, both loopback).
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -23,6 +21,7 @@ from boss_agent.identity import load_identity
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import error_code  # noqa: E402
+from tests.support.cli import cli_env, run_cli  # noqa: E402
 
 pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, clock
 
@@ -60,11 +59,7 @@ async def test_the_limit_lifts_after_its_window(plane, clock):
 
 
 def run_pair(args: list[str], stdin: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BOSS_")}
-    env.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-                "BOSS_STATE_DIR": str(home / "state"), "PYTHONPATH": str(REPO)})
-    return subprocess.run([sys.executable, "-m", "boss_agent", "pair", *args], input=stdin, text=True,
-                          capture_output=True, env=env, timeout=CLI_TIMEOUT_S, check=False)
+    return run_cli("pair", *args, input=stdin, env=cli_env(home, BOSS_STATE_DIR=str(home / "state")))
 
 
 async def test_pair_reads_the_code_from_stdin_so_it_is_not_in_ps(plane, tmp_path: Path):

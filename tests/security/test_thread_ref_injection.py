@@ -22,7 +22,8 @@ from boss_agent.runner.exec_backend import exec_argv
 from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.policy import resolve_policy
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config
+from tests.support.config import make_config
+from tests.support.runner import Sink
 from tests.security.support import hostile, missing_app_server
 
 pytestmark = [pytest.mark.codex]

@@ -23,6 +23,7 @@ import psutil
 
 from boss_agent.demo import scripted_model as sm
 from tests.conftest import REPO
+from tests.support.cli import isolated
 
 TAG = re.compile(r"\bjob-\d+\b")
 EXIT_S = 30.0  # a SIGTERMed daemon with nothing running stops in about a second
@@ -57,12 +58,8 @@ class DaemonProcess:
                  **env: str) -> None:
         self.root = root
         self.state_dir = root / "state"
-        (root / "config.toml").write_text("")
-        self.env = {**os.environ, "BOSS_SERVER_URL": server_url,
-                    "BOSS_STATE_DIR": str(self.state_dir), "BOSS_CODEX_BIN": codex_bin,
-                    "BOSS_WORKSPACES": str(root), "CODEX_HOME": str(codex_home),
-                    "BOSS_GRACE_PERIOD_S": "0", "BOSS_AGENT_CONFIG": str(root / "config.toml"),
-                    **env}
+        self.env = isolated(root, BOSS_SERVER_URL=server_url, BOSS_CODEX_BIN=codex_bin,
+                            BOSS_WORKSPACES=str(root), CODEX_HOME=str(codex_home), BOSS_GRACE_PERIOD_S="0", **env)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 

@@ -21,6 +21,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from tests.soak.support import DaemonProcess, TurnCounter
+from tests.support.waits import eventually
 
 SEED = int(os.environ.get("BOSS_CHAOS_SEED", "16"))
 TASKS = int(os.environ.get("BOSS_CHAOS_TASKS", "50"))
@@ -61,10 +62,11 @@ async def _chaos(rng: random.Random, daemon: DaemonProcess, redis, kills: Counte
 
 
 async def _settled(cp: ControlPlane, daemon: DaemonProcess) -> None:
-    async with asyncio.timeout(SETTLE_S):
-        while sum(_statuses(cp)[s] for s in TERMINAL) < TASKS:
-            assert daemon.alive(), daemon.log()[-3000:]
-            await asyncio.sleep(POLL_S)
+    def settled() -> bool:
+        assert daemon.alive(), daemon.log()[-3000:]
+        return sum(_statuses(cp)[s] for s in TERMINAL) >= TASKS
+
+    await eventually(settled, SETTLE_S, every=POLL_S)
 
 
 @pytest.mark.timeout(300)

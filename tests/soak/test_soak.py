@@ -4,7 +4,6 @@ none lost, none run twice, memory and file descriptors flat."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from tests.soak.support import DaemonProcess, TurnCounter
+from tests.support.waits import eventually
 
 # The issue's figure; well under a minute on 2 cores (BOSS_SOAK_TASKS overrides it).
 TASKS = int(os.environ.get("BOSS_SOAK_TASKS", "200"))
@@ -32,10 +32,11 @@ def _done(cp: ControlPlane) -> int:
 
 
 async def _until_done(cp: ControlPlane, count: int, daemon: DaemonProcess) -> None:
-    async with asyncio.timeout(TASK_BOUND_S * max(1, count - _done(cp))):
-        while _done(cp) < count:
-            assert daemon.alive(), daemon.log()[-3000:]
-            await asyncio.sleep(POLL_S)
+    def done() -> bool:
+        assert daemon.alive(), daemon.log()[-3000:]
+        return _done(cp) >= count
+
+    await eventually(done, TASK_BOUND_S * max(1, count - _done(cp)), every=POLL_S)
 
 
 @pytest.mark.timeout(400)

@@ -25,10 +25,10 @@ from boss_agent.runner import Runner
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.gateway import AGENT, read_events, delta_text
 from tests.support.gateway import FAST as GATEWAY_TIMING
-from tests.support.runner import make_config as make_runner_config
 
 FAST = BossApiRetry.fast()
 TURN_WAIT_S = 60  # parent, child and an approval round trip on a loaded 2-core box
@@ -70,9 +70,10 @@ class ParentAndChild:
 
 
 class DaemonOnCodex:
-    def __init__(self, cp: ControlPlane, proxy: FaultProxy) -> None:
+    def __init__(self, cp: ControlPlane, proxy: FaultProxy, daemon: Daemon) -> None:
         self.cp = cp
         self.proxy = proxy
+        self.daemon = daemon
 
     def task(self, task_id: str) -> dict[str, Any]:
         return self.cp.task(task_id)
@@ -101,7 +102,7 @@ class DaemonOnCodex:
 async def gateway_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
                            redis_url: str) -> AsyncIterator[Gateway]:
     """A gateway worker on the real runner and codex, serving ``AGENT`` until the block ends."""
-    config = make_runner_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
+    config = make_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
                                                         "workspaces": [str(workdir)]})
     async with AppServer.from_config(config, codex_home=codex_home) as app:
         gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-approvals",
@@ -128,7 +129,7 @@ async def first_form(redis: Any, session: str, message_id: str) -> dict[str, Any
 async def daemon_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path,
                           **config: Any) -> AsyncIterator[DaemonOnCodex]:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        settings = make_config(tmp_path, proxy.url, codex__bin=codex_bin, **config)
+        settings = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, **config)
         await pair_device(settings.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         daemon = Daemon(settings, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                         retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
@@ -137,7 +138,7 @@ async def daemon_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path,
             job = tg.create_task(daemon.run(ready))
             await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
             try:
-                yield DaemonOnCodex(cp, proxy)
+                yield DaemonOnCodex(cp, proxy, daemon)
             finally:
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)

@@ -6,7 +6,6 @@ real httpx client. Only the clock is injectable, so expiries need no waiting.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -117,9 +116,3 @@ async def pair(http: httpx.AsyncClient, plane: ControlPlane, name: str = "kris-m
     assert response.status_code == 201, response.text
     body = response.json()
     return Device(http, body["deviceId"], body["deviceToken"])
-
-
-async def within(awaitable: Any, timeout: float = EVENT_TIMEOUT_S) -> Any:
-    """Await ``awaitable`` with a bound, so a broken wake-up fails instead of hanging."""
-    async with asyncio.timeout(timeout):
-        return await awaitable

@@ -22,11 +22,13 @@ from typing import Any, ClassVar, Self
 import httpx
 from aiohttp import web
 
-from boss_agent.config import Config, load_config
+from boss_agent.config import Config
 from boss_agent.daemon.runtime import Daemon
+from boss_agent.progress.card import new_card
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult, TaskSink
+from tests.support.waits import eventually
 
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
 DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
@@ -71,10 +73,7 @@ class FaultProxy:
         return [s for s in self.seen if s.path.endswith(suffix) and s.method == method]
 
     async def wait_for(self, predicate: Any, timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
+        await eventually(predicate, timeout, changed=self.changed)
 
     async def __aenter__(self) -> Self:
         self._client = httpx.AsyncClient(timeout=None)
@@ -133,15 +132,6 @@ class FaultProxy:
                             content_type="application/json")
 
 
-def make_config(tmp_path: Path, server_url: str, **overrides: Any) -> Config:
-    """A config that reads no user file and no BOSS_* environment."""
-    settings = {"server.url": server_url, "state_dir": str(tmp_path / "state"),
-                "workspaces": [str(tmp_path)], "grace_period_s": 0}
-    settings.update({k.replace("__", "."): v for k, v in overrides.items()})
-    return load_config(None, overrides=settings,
-                       environ={})
-
-
 @contextlib.asynccontextmanager
 async def paired_daemon(config: Config, server_url: str, pairing_code: str,
                         codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
@@ -160,14 +150,6 @@ async def paired_daemon(config: Config, server_url: str, pairing_code: str,
             if not job.done():
                 daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)
-
-
-async def wait_until(predicate: Any, changed: asyncio.Event, timeout: float = WAIT_S) -> None:
-    """Await ``predicate()`` becoming true, re-checking each time ``changed`` fires."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            changed.clear()
-            await changed.wait()
 
 
 class StubRunner:
@@ -194,8 +176,9 @@ class StubRunner:
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
         self.runs.append(task.task_id)
         self.started_event(task.task_id).set()
+        running = new_card().evolve(status="running")
         for index in range(self.cards):
-            await sink.progress({"version": 1, "status": "running", "answerPreview": f"part {index}"})
+            await sink.progress(running.evolve(final_text=f"part {index}"))
         if self.approval:
             request = ApprovalRequest(f"apr_{task.task_id}_1", "command", "Run a command", "low",
                                       ("accept", "decline"))
@@ -206,8 +189,9 @@ class StubRunner:
                 await asyncio.wait(done, return_when=asyncio.FIRST_COMPLETED)
                 for job in done:
                     job.cancel()
-        final = {"version": 1, "status": "cancelled" if cancel.is_set() else "completed"}
-        await sink.progress(final)
+        last = running.evolve(status="cancelled" if cancel.is_set() else "completed")
+        await sink.progress(last)
+        final = last.to_dict()
         if cancel.is_set():
             return TaskResult(status="cancelled", backend="app_server", error_code="cancelled",
                               error_message="cancelled", execution_progress=final)

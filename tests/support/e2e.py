@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import IO, Any
 import httpx
 
 from boss_agent.controlplane.security import SECRET_FILE, URL_FILE
+from tests.support.cli import cli_env, run_cli_async
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 60  # up starts the control plane, pairs, starts codex and claims: seconds, slow on a busy box
@@ -36,12 +36,6 @@ READY_BANNER = "boss-agent is up. Open the web page:"
 # would also be masked by the sanitizer; the plain word shows the prompt itself never went out.
 CANARY = "sk-proj-CANARYe2eSecret0123456789abcdefXYZ"
 PROMPT_WORD = "quokkalighthouse"
-
-
-def _clean_env() -> dict[str, str]:
-    """The test runner's environment minus anything that could point at a real set-up."""
-    return {key: value for key, value in os.environ.items()
-            if not key.startswith(("BOSS_", "XDG_", "CODEX_", "OPENAI_"))}
 
 
 class _Collector:
@@ -88,8 +82,8 @@ class UpProcess:
         self.home = root / "home"
         for path in (self.state_dir, self.workspaces, self.home):
             path.mkdir(parents=True, exist_ok=True)
-        self.env = {**_clean_env(), "BOSS_STATE_DIR": str(self.state_dir), "BOSS_WORKSPACES": str(self.workspaces),
-                    "BOSS_CODEX_BIN": codex_bin, "HOME": str(self.home), "PYTHONPATH": str(REPO)}
+        self.env = cli_env(self.home, BOSS_STATE_DIR=str(self.state_dir), BOSS_WORKSPACES=str(self.workspaces),
+                           BOSS_CODEX_BIN=codex_bin)
         self.proc: subprocess.Popen[str] | None = None
         self.page_url = ""
 
@@ -151,18 +145,11 @@ class UpProcess:
 
     async def run_cli(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> tuple[int, str, str]:
         """``boss-agent ARGS`` against this state dir, stdin not a terminal: (exit code, stdout, stderr)."""
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "boss_agent", *args, cwd=self.root, env=self.env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
-            async with asyncio.timeout(timeout_s):
-                out, err = await proc.communicate()
+            done = await run_cli_async(*args, env=self.env, cwd=self.root, timeout=timeout_s)
         except TimeoutError:
-            proc.kill()
-            await proc.wait()
             raise AssertionError(f"boss-agent {args[0]} did not exit within {timeout_s} s") from None
-        assert proc.returncode is not None
-        return proc.returncode, out.decode(), err.decode()
+        return done.returncode, done.stdout, done.stderr
 
 
 async def first_task(controlplane_dir: Path, matches: Callable[[dict[str, Any]], bool],

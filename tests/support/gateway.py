@@ -21,6 +21,7 @@ from by_framework.core.protocol.data_message import DataMessage
 from by_framework.core.registry import WorkerRegistry
 
 from boss_agent.config import Config, load_config
+from boss_agent.progress.card import Artifact, new_card
 from boss_agent.sources.gateway import Gateway, GatewayTiming
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult
@@ -67,10 +68,11 @@ class ScriptRunner:
                 return TaskResult("cancelled")
             return TaskResult("completed", result_text=f"{rest} {decision}")
         if verb == "card":
+            running = new_card().evolve(status="running")
             for preview in ("Hel", "Hello wor", "Hello world"):
-                await sink.progress({"version": 1, "status": "running", "answerPreview": preview})
-            await sink.progress({"version": 1, "status": "completed", "answerPreview": "Hello world",
-                                 "artifacts": [{"name": "report.md", "kind": "document"}]})
+                await sink.progress(running.evolve(final_text=preview))
+            await sink.progress(running.evolve(status="completed", final_text="Hello world",
+                                               artifacts=(Artifact("report.md", "document"),)))
             return TaskResult("completed", result_text="Hello world")
         await sink.answer_delta(rest)
         return TaskResult("completed", result_text=rest)
@@ -118,19 +120,6 @@ async def ask(client: GatewayClient, session: str, content: str, message_id: str
     response = await client.send_message(AGENT, session, content, message_id=message_id,
                                          trace_id="trace-1", **kwargs)
     assert response.success, response.error
-
-
-async def wait_until(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Poll an async or sync predicate until truthy, within a bound."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,

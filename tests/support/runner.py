@@ -1,4 +1,4 @@
-"""Helpers for the runner tests: a recording TaskSink, configs, bounded waits."""
+"""Helpers for the runner tests: a recording TaskSink, configs, codex processes."""
 
 from __future__ import annotations
 
@@ -12,19 +12,11 @@ import psutil
 
 from boss_agent.appserver.client import AppServer
 from boss_agent.demo import scripted_model as sm
-from boss_agent.config import Config, load_config
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.progress.card import Card
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
+from tests.support.config import make_config
+from tests.support.waits import WAIT_S, eventually
 
-WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
-POLL_S = 0.05  # for conditions with no event to await (a process appearing)
-
-
-def make_config(tmp: Path, codex_bin: str, **overrides: Any) -> Config:
-    workspace = tmp / "ws"
-    workspace.mkdir(parents=True, exist_ok=True)
-    return load_config(overrides={
-        "workspaces": [str(workspace)], "state_dir": str(tmp / "state"), "codex.bin": codex_bin,
-        **overrides}, environ={})
 
 
 def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
@@ -53,7 +45,7 @@ def module_env(tmp: Path, model: sm.ScriptedModel, codex_bin: str, **overrides: 
     return {"tmp": tmp, "home": home, "config": config, "root": config.workspaces[0]}
 
 
-class Sink:
+class Sink(SinkDefaults):
     """Records every card and approval; answers approvals with ``decide``."""
 
     def __init__(self, decide: Callable[[ApprovalRequest], Awaitable[Any]] | None = None) -> None:
@@ -62,8 +54,8 @@ class Sink:
         self.decide = decide
         self.changed = asyncio.Event()
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        self.cards.append(card)
+    async def progress(self, card: Card) -> None:
+        self.cards.append(card.to_dict())  # tests read every card, so serialize each here
         self.changed.set()
 
     async def request_approval(self, request: ApprovalRequest) -> Any:
@@ -77,15 +69,4 @@ class Sink:
         return json.dumps(self.cards)
 
     async def until(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
-
-
-async def poll(predicate: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    """Wait for a condition that has no event (a process appearing or leaving), bounded."""
-    async with asyncio.timeout(timeout):
-        while not (value := predicate()):
-            await asyncio.sleep(POLL_S)
-        return value
+        await eventually(predicate, timeout, changed=self.changed)

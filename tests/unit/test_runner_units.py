@@ -6,27 +6,21 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from boss_agent.config import load_config
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import resolve_policy, resolve_workdir
-from boss_agent.tasks import Task
-
-
-def _config(tmp_path: Path, **overrides: object):
-    root = tmp_path / "ws"
-    root.mkdir(exist_ok=True)
-    return load_config(overrides={"workspaces": [str(root)], "state_dir": str(tmp_path / "state"),
-                                  **overrides}, environ={})
+from boss_agent.tasks import SinkDefaults, Task
+from tests.support.config import make_config
 
 
 def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     with pytest.raises(TaskRejected) as caught:
         resolve_workdir(Task("t", "p", workdir="../../etc"), config)
     assert caught.value.code == "workdir_not_allowed"
@@ -35,7 +29,7 @@ def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> N
 
 
 def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     (config.workspaces[0] / "escape").symlink_to("/etc")
     with pytest.raises(TaskRejected):
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "escape")), config)
@@ -43,7 +37,7 @@ def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
 
 def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_thread(
         tmp_path: Path) -> None:
-    config = _config(tmp_path)
+    config = make_config(tmp_path)
     with pytest.raises(TaskRejected):
         resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "nope")), config)
     scratch = resolve_workdir(Task("t", "p"), config)
@@ -55,7 +49,7 @@ def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_
 
 
 def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warning(tmp_path: Path) -> None:
-    config = _config(tmp_path, **{"codex.max_sandbox": "workspace-write",
+    config = make_config(tmp_path, **{"codex.max_sandbox": "workspace-write",
                                   "codex.max_approval_policy": "on-request",
                                   "codex.approval_modes": ["deny"]})
     policy = resolve_policy(Task("t", "p", sandbox="danger-full-access", approval_policy="never"), config)
@@ -137,6 +131,30 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
     assert gitfacts.find_artifacts(repo, 0) == [{"name": "new.png", "kind": "image"}]
 
 
+async def test_git_facts_spawn_no_git_when_the_workdir_has_no_dot_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a ``.git`` in the workdir itself can count (the ceiling is its parent), so a
+    plain directory, even inside a repository, costs no fork+exec after the turn."""
+    spawned: list[list[str]] = []
+    real_probe = gitfacts.run_probe
+
+    async def counting(argv: list[str], **kwargs: Any) -> tuple[int, str]:
+        spawned.append(argv)
+        return await real_probe(argv, **kwargs)
+
+    monkeypatch.setattr(gitfacts, "run_probe", counting)
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
+    inside = repo / "sub"
+    inside.mkdir()
+    assert await gitfacts.branch_facts(tmp_path, "missing") is None
+    assert await gitfacts.branch_facts(inside, "missing") is None
+    assert spawned == []
+    assert (await gitfacts.branch_facts(repo, "missing") or {}).get("name") == "feature/x"
+    assert spawned
+
+
 def test_the_cua_mcp_config_runs_the_driver_with_telemetry_off_and_only_desktop_tools() -> None:
     config = cua.mcp_config("/opt/cua-driver")
     server = config["mcp_servers.cua"]
@@ -198,7 +216,7 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     withdrawn: list[str] = []
     release = asyncio.Event()
 
-    class SlowSink:
+    class SlowSink(SinkDefaults):
         async def progress(self, card: object) -> None: ...
 
         async def request_approval(self, request: object) -> str:
@@ -225,3 +243,16 @@ async def test_one_codex_request_is_asked_once_and_a_late_decision_is_dropped() 
     assert withdrawn == ["resolved"]  # the person is no longer asked
     assert [p["status"] for name, p in feed.events if name == "approval"] == ["pending", "cancelled"]
     assert "rm -rf" not in str(feed.events)
+
+
+def test_codex_exec_stderr_is_masked_before_its_tail_is_cut() -> None:
+    from boss_agent.runner.exec_backend import STDERR_TAIL_CHARS, stderr_tail
+
+    secret = "sk-proj-" + "Zq8" * 30
+    after = " " + "y" * 250
+    # Cutting the last 300 chars first would start inside the secret, past "sk-proj-",
+    # and leave a bare run of characters no rule recognises.
+    assert len(after) < STDERR_TAIL_CHARS < len(after) + len(secret)
+    tail = stderr_tail(("x" * 1000 + "\nerror: bad key " + secret + after).encode(), None)
+    assert "Zq8Zq8" not in tail and "[redacted]" in tail
+    assert tail.endswith("y" * 250) and len(tail) <= STDERR_TAIL_CHARS

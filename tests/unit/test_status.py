@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from boss_agent.config import Config, load_config
 from boss_agent.identity import Identity, save_identity
 from boss_agent.daemon.lifecycle import InstanceLock
 from boss_agent.sources.boss.spool import CompletionSpool
@@ -24,7 +21,8 @@ from boss_agent.daemon.statefile import write_state
 from boss_agent.timefmt import utc_now
 from boss_agent.cli.status import collect_status
 from boss_agent.tasks import TaskResult
-from tests.conftest import REPO
+from tests.support.config import NO_CODEX, make_config
+from tests.support.cli import cli_env, invoke
 
 CLI_TIMEOUT_S = 60
 TOKEN = "bdt_secret_token_0123456789abcdef"
@@ -38,11 +36,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def make_config(home: Path, codex_bin: str = "/nonexistent/codex") -> Config:
-    return load_config(None, overrides={"state_dir": str(home / "state"), "codex.bin": codex_bin},
-                       environ={})
-
-
 def pair(state_dir: Path, device_id: str = "dev_1") -> Identity:
     identity = Identity("http://127.0.0.1:9/", device_id, TOKEN)
     save_identity(state_dir, identity)
@@ -50,7 +43,7 @@ def pair(state_dir: Path, device_id: str = "dev_1") -> Identity:
 
 
 def test_the_codex_version_comes_from_the_state_file_without_running_codex(home: Path) -> None:
-    config = make_config(home)  # a codex that does not exist: running it would fail
+    config = make_config(home, NO_CODEX)  # a codex that does not exist: running it would fail
     write_state(config.state_dir, {"codex_version": "0.171.0", "codex_transport": "stdio"})
     data = collect_status(config)
     assert data["codexVersion"] == "0.171.0"
@@ -59,12 +52,12 @@ def test_the_codex_version_comes_from_the_state_file_without_running_codex(home:
 
 def test_without_a_state_file_the_codex_version_is_asked_from_codex(home: Path, codex_bin: str) -> None:
     assert collect_status(make_config(home, codex_bin))["codexVersion"] == "0.171.0"
-    missing = collect_status(make_config(home))
+    missing = collect_status(make_config(home, NO_CODEX))
     assert missing["codexVersion"] is None and "not found" in missing["codexError"]
 
 
 def test_a_running_daemon_shows_its_pid_tasks_heartbeat_and_spool(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     identity = pair(config.state_dir)
     spool = CompletionSpool(config.state_dir)
     for task_id in ("tsk_1", "tsk_2"):
@@ -84,7 +77,7 @@ def test_a_running_daemon_shows_its_pid_tasks_heartbeat_and_spool(home: Path) ->
 
 
 def test_a_stopped_daemons_last_state_is_not_reported_as_running(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     pair(config.state_dir)
     write_state(config.state_dir, {"running_task_ids": ["tsk_3"], "state": "running",
                                    "codex_version": "0.171.0"})
@@ -94,7 +87,7 @@ def test_a_stopped_daemons_last_state_is_not_reported_as_running(home: Path) -> 
 
 
 def test_a_token_the_server_revoked_shows_unpaired_until_the_device_pairs_again(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     pair(config.state_dir, "dev_old")
     write_state(config.state_dir, {"paired": False, "unpaired": True, "device_id": "dev_old",
                                    "last_heartbeat_result": "unauthorized", "codex_version": "0.171.0"})
@@ -106,7 +99,7 @@ def test_a_token_the_server_revoked_shows_unpaired_until_the_device_pairs_again(
 
 
 def test_status_never_shows_the_token_or_the_home_path(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     save_identity(config.state_dir, Identity(f"https://kris:{TOKEN}@boss.example.com", "dev_1", TOKEN))
     write_state(config.state_dir, {"codex_version": "0.171.0"})
     text = json.dumps(collect_status(config))
@@ -115,7 +108,7 @@ def test_status_never_shows_the_token_or_the_home_path(home: Path) -> None:
 
 
 def test_a_damaged_identity_is_reported_not_raised(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     pair(config.state_dir)
     (config.state_dir / "device.json").write_text("{not json")
     write_state(config.state_dir, {"codex_version": "0.171.0"})
@@ -124,18 +117,15 @@ def test_a_damaged_identity_is_reported_not_raised(home: Path) -> None:
 
 
 def test_status_on_the_command_line_prints_lines_and_json(home: Path) -> None:
-    config = make_config(home)
+    config = make_config(home, NO_CODEX)
     pair(config.state_dir)
     write_state(config.state_dir, {"codex_version": "0.171.0", "codex_transport": "stdio"})
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BOSS_")},
-           "HOME": str(home), "BOSS_STATE_DIR": str(config.state_dir), "BOSS_CODEX_BIN": "/nonexistent"}
-    text = subprocess.run([sys.executable, "-m", "boss_agent", "status"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
-    assert text.returncode == 0, text.stderr
+    env = cli_env(home, BOSS_STATE_DIR=str(config.state_dir), BOSS_CODEX_BIN="/nonexistent")
+    text = invoke("status", env=env)
+    assert text.exit_code == 0, text.output
     lines = dict(line.split(None, 1) for line in text.stdout.splitlines())
     assert lines["paired"] == "yes" and lines["daemonRunning"] == "no"
     assert lines["codexVersion"] == "0.171.0"
-    raw = subprocess.run([sys.executable, "-m", "boss_agent", "status", "--json"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+    raw = invoke("status", "--json", env=env)
     assert json.loads(raw.stdout)["deviceId"] == "dev_1"
     assert TOKEN not in text.stdout + raw.stdout

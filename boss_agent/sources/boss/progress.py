@@ -1,11 +1,14 @@
 """Progress uploads for one task (device API §4): coalesced, ordered, last state kept.
 
 The runner may report a new card for every streamed token; the uploader keeps only
-the latest card and sends at most ``MAX_UPLOADS_PER_S`` requests per task, with
-``seq`` growing by one per upload. ``close`` sends the final card (if it was not the
-last one sent) before ``run`` returns. A ``404``/``409`` answer (the task was taken
-away) or ``cancelRequested: true`` sets the task's cancel event. Once the runner
-names the live thread and turn (``set_refs``), every upload carries them too, and
+the latest card (a reference to the immutable ``Card``: it is serialized only when
+an upload actually goes out, a few times a second, not per token) and sends at most
+``MAX_UPLOADS_PER_S`` requests per task, with ``seq`` growing by one per upload. The
+first goes out one window after the task starts (the claim already told the server
+it runs). ``close`` sends the final card (if it was not the last one sent) before
+``run`` returns. A ``404``/``409`` answer (the task was taken away) or
+``cancelRequested: true`` sets the task's cancel event. Once the runner names the
+live thread and turn (``set_refs``), every upload carries them too, and
 learning them is itself a change worth an upload: the app steers with them.
 """
 
@@ -18,12 +21,20 @@ import time
 from typing import Any
 
 from boss_agent.errors import BossAgentError, TaskGone, Unauthorized
+from boss_agent.progress.card import Card
 from boss_agent.sources.boss.api import BossApi
 
 logger = logging.getLogger(__name__)
 
 MAX_UPLOADS_PER_S = 4.0  # a phone redraws a card a few times a second at most
 MIN_UPLOAD_INTERVAL_S = 1.0 / MAX_UPLOADS_PER_S
+
+CardState = Card | dict[str, Any]  # the runner's live card, or the result's final wire dict
+
+
+def wire_card(card: CardState) -> dict[str, Any]:
+    """The ``executionProgress`` object to send: serialized here, at upload time."""
+    return card.to_dict() if isinstance(card, Card) else card
 
 
 class ProgressUploader:
@@ -34,15 +45,15 @@ class ProgressUploader:
         self.cancel = cancel
         self.min_interval_s = min_interval_s
         self.seq = 0
-        self._latest: dict[str, Any] | None = None
-        self._sent: dict[str, Any] | None = None
+        self._latest: CardState | None = None
+        self._sent: CardState | None = None
         self._refs: dict[str, str] = {}
         self._sent_refs: dict[str, str] = {}
         self._dirty = asyncio.Event()
         self._closed = asyncio.Event()
         self._gone = False
 
-    def update(self, card: dict[str, Any]) -> None:
+    def update(self, card: CardState) -> None:
         """Remember the newest card; cheap, never blocks."""
         self._latest = card
         self._dirty.set()
@@ -60,7 +71,11 @@ class ProgressUploader:
         self._dirty.set()
 
     async def run(self) -> None:
-        last_upload = -float("inf")
+        # The first window starts now, not at the first upload: the claim already made
+        # the task ``running`` on the server, and an upload sent at once would share
+        # the daemon's CPU with the runner's thread/start and turn/start. ``close``
+        # still ends the window at once, so a short task sends just its final card.
+        last_upload = time.monotonic()
         while not self._gone:
             await self._dirty.wait()
             wait = last_upload + self.min_interval_s - time.monotonic()
@@ -77,10 +92,10 @@ class ProgressUploader:
             if self._closed.is_set() and not self._dirty.is_set():
                 return
 
-    async def _upload(self, card: dict[str, Any], refs: dict[str, str]) -> None:
+    async def _upload(self, card: CardState, refs: dict[str, str]) -> None:
         self.seq += 1
         try:
-            answer = await self.api.progress(self.task_id, self.seq, card, refs)
+            answer = await self.api.progress(self.task_id, self.seq, wire_card(card), refs)
         except TaskGone:
             logger.warning("task %s was taken away by the server; stopping it", self.task_id)
             self._gone = True

@@ -22,6 +22,7 @@ from typing import Any
 
 from boss_agent.aio import race
 from boss_agent.errors import TaskRejected
+from boss_agent.progress.card import Card
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.api import BossApi
@@ -48,14 +49,20 @@ class BossTaskSink:
     """The ``TaskSink`` the runner gets for one Boss task."""
 
     def __init__(self, task: Task, uploader: ProgressUploader, approvals: RemoteApprovals,
-                 cancel: asyncio.Event) -> None:
+                 cancel: asyncio.Event, journaled: asyncio.Future[None] | None = None) -> None:
         self.task = task
         self.uploader = uploader
         self.approvals = approvals
         self.cancel = cancel
+        self.journaled = journaled
 
-    async def progress(self, card: dict[str, Any]) -> None:
-        self.uploader.update(card)
+    async def ready_to_run(self) -> None:
+        """Optional sink method: the running journal's record is on disk before Codex acts."""
+        if self.journaled is not None:
+            await asyncio.shield(self.journaled)  # the write is shared; a cancel here must not end it
+
+    async def progress(self, card: Card) -> None:
+        self.uploader.update(card)  # a reference: serialized only if it is uploaded
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
         return await self.approvals.request(self.task, request, self.cancel)
@@ -134,21 +141,41 @@ class TaskRuns:
         # claim's long poll and the run waits in line for one.
         # A steer joins a turn that already holds a slot: it takes none.
         run = self.registry.register(Run(SOURCE, task_id, holds_slot=not steer and self.slots.try_acquire()))
-        self.journal.add(task_id, task.attempt)
+        # The journal's write (two fsyncs) runs in a thread, beside the runner's
+        # thread/start: the runner waits for it only before Codex acts (ready_to_run),
+        # so a task this daemon may have started is always on disk first.
+        journaled = asyncio.ensure_future(asyncio.to_thread(self._journal, task_id, task.attempt))
         if steer:
             self.steers.add(task_id)
-        run.task = tg.create_task(self._run(task, run, needs_slot=not steer), name=f"task {task_id}")
+        run.task = tg.create_task(self._run(task, run, journaled, needs_slot=not steer),
+                                  name=f"task {task_id}")
 
-    def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True) -> None:
+    def _journal(self, task_id: str, attempt: int) -> None:
+        """In a thread. Never raises: a disk that refuses the write keeps the record in
+        memory (``degraded``), and the task runs, as it always did."""
+        try:
+            self.journal.add(task_id, attempt)
+        except Exception:  # a bug here must not stop the task's result from being spooled
+            logger.exception("writing the running journal failed for task %s", task_id)
+
+    def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True,
+               journaled: asyncio.Future[None] | None = None) -> None:
         self.spool.put_result(task_id, result)
-        self.journal.remove(task_id)  # after the spool: a crash in between duplicates, never loses
+        # After the spool: a crash in between duplicates, never loses. And after the
+        # journal's own write, which may still be under way in its thread (a forced
+        # shutdown): removed first, the record would come back as a restart failure.
+        if journaled is None or journaled.done():
+            self.journal.remove(task_id)
+        else:
+            journaled.add_done_callback(lambda _: self.journal.remove(task_id))
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, run: Run, *, needs_slot: bool = True) -> None:
+    async def _run(self, task: Task, run: Run, journaled: asyncio.Future[None], *,
+                   needs_slot: bool = True) -> None:
         cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
-        sink = BossTaskSink(task, uploader, self.approvals, cancel)
+        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled)
         result: TaskResult | None = None
         try:
             if needs_slot and not run.holds_slot:
@@ -162,7 +189,7 @@ class TaskRuns:
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
                     # refuses (409) once the task is complete.
-                    self._spool(task.task_id, result, deliver=False)
+                    self._spool(task.task_id, result, deliver=False, journaled=journaled)
                 finally:
                     uploader.close(result.execution_progress if result else None)
                 # Not in this body: an exception here would reach the group as an
@@ -172,7 +199,7 @@ class TaskRuns:
             if result is None:  # forced shutdown: the runner never returned
                 self._spool(task.task_id, TaskResult(
                     status="cancelled", error_code="agent_shutdown",
-                    error_message="the agent stopped before the task finished"))
+                    error_message="the agent stopped before the task finished"), journaled=journaled)
             raise
         finally:
             self.steers.discard(task.task_id)

@@ -26,10 +26,11 @@ import redis.asyncio as aioredis
 
 from boss_agent.aio import race
 from boss_agent.jsonshape import obj
+from boss_agent.progress.card import Artifact, Card, answer_preview
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RedisRetry
-from boss_agent.tasks import ApprovalRequest
+from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,12 @@ class Publisher:
         if expire:
             self._expire_due = time.monotonic() + EXPIRE_REFRESH_S
         self.written += len(batch)
+
+
+def artifact_names(card: Card) -> list[str]:
+    """The card's artifact names as they go on the wire (sanitized)."""
+    artifacts = card.to_dict()["artifacts"]
+    return [a["name"] for a in artifacts if isinstance(a, dict) and isinstance(a.get("name"), str)]
 
 
 def preview_delta(old: str, new: str) -> str:
@@ -162,7 +169,7 @@ def ask_prompt(request: ApprovalRequest) -> str:
     return sanitize_text(" ".join(parts), limit=2000)
 
 
-class GatewaySink:
+class GatewaySink(SinkDefaults):
     """TaskSink for one gateway task."""
 
     def __init__(self, publisher: Publisher, cancel: asyncio.Event,
@@ -185,23 +192,26 @@ class GatewaySink:
         self._preview = ""
         self._status: str | None = None
         self._artifacts: set[str] = set()
-        self.card: dict[str, Any] = {}
+        self._artifact_records: tuple[Artifact, ...] = ()
+        self.card: Card | None = None
         # Called with (thread, turn) when the turn starts, before clients learn the ids.
         self.on_turn: Callable[[str, str], Awaitable[None]] | None = None
 
     # --- TaskSink -------------------------------------------------------------------
-    async def progress(self, card: dict[str, Any]) -> None:
+    async def progress(self, card: Card) -> None:
         self.card = card
-        status = card.get("status")
-        if isinstance(status, str) and status != self._status:
-            self._status = status
-            self._push("event", wire.state_event(self.ctx, status))
-        for artifact in card.get("artifacts") or ():
-            name = artifact.get("name") if isinstance(artifact, dict) else None
-            if isinstance(name, str) and name not in self._artifacts:
-                self._artifacts.add(name)
-                self._push("event", wire.artifact_event(self.ctx, name))
-        preview = card.get("answerPreview")
+        if card.status != self._status:
+            self._status = card.status
+            self._push("event", wire.state_event(self.ctx, card.status))
+        if card.artifacts is not self._artifact_records:  # rare: serialize only then
+            self._artifact_records = card.artifacts
+            for name in artifact_names(card):
+                if name not in self._artifacts:
+                    self._artifacts.add(name)
+                    self._push("event", wire.artifact_event(self.ctx, name))
+        # The preview is the answer stream's source: computed per card, but the whole
+        # card is serialized only when the pump writes it (a newer card replaces it).
+        preview = None if self._explicit_answer else answer_preview(card)
         # The card holds back a half-arrived word while the answer streams, so a
         # secret never leaves in pieces here either (card.answer_preview).
         if not self._explicit_answer and isinstance(preview, str):
@@ -303,7 +313,7 @@ class GatewaySink:
         if kind == "answer":
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
-            return wire.card_event(self.ctx, value)
+            return wire.card_event(self.ctx, value.to_dict())  # the newest card, serialized once
         event: dict[str, Any] = value  # already a rendered event
         return event
 

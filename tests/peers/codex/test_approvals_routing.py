@@ -10,7 +10,7 @@ a ``configWarning``): synthetic, said so.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -73,23 +73,17 @@ def test_a_turn_whose_root_is_a_listeners_turn_routes_its_thread() -> None:
     assert _queued(other) == []
 
 
-@pytest.fixture
-def model() -> Iterator[sm.ScriptedModel]:
-    with sm.ScriptedModel() as scripted:
-        yield scripted
-
-
 @pytest_asyncio.fixture
-async def env(tmp_path: Any, model: sm.ScriptedModel, codex_bin: str) -> AsyncIterator[dict[str, Any]]:
-    env = module_env(tmp_path, model, codex_bin)
+async def env(tmp_path: Any, scripted_model: sm.ScriptedModel, codex_bin: str) -> AsyncIterator[dict[str, Any]]:
+    env = module_env(tmp_path, scripted_model, codex_bin)
     async with AppServer.from_config(env["config"], codex_home=env["home"]) as server:
         yield {**env, "app": server}
 
 
 @pytest.mark.codex
 async def test_rate_limit_updates_without_a_thread_reach_the_running_tasks_card(
-        env: dict[str, Any], model: sm.ScriptedModel) -> None:
-    model.enqueue(sm.text_reply("hello"))
+        env: dict[str, Any], scripted_model: sm.ScriptedModel) -> None:
+    scripted_model.enqueue(sm.text_reply("hello"))
     work = env["root"] / "plain"
     work.mkdir()
     sink = Sink()

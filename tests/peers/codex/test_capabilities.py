@@ -6,32 +6,24 @@ the same data from the cache without starting codex."""
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import Result
 
-from tests.conftest import REPO
-
-CLI_TIMEOUT_S = 90  # --refresh starts codex and runs discovery
+from tests.support.cli import invoke, isolated, run_cli
 
 
-def cli(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "config.toml").touch()
-    (tmp_path / "home").mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOSS_", "XDG_"))}
-    env.update({"HOME": str(tmp_path / "home"), "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
-                "BOSS_STATE_DIR": str(tmp_path / "state")}, **extra)
-    return subprocess.run([sys.executable, "-m", "boss_agent", "capabilities", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+
+def cli(tmp_path: Path, *args: str, **extra: str) -> Result:
+    """``capabilities`` in-process: only its output is looked at."""
+    return invoke("capabilities", *args, env=isolated(tmp_path, **extra))
 
 
 def test_without_a_discovery_it_says_how_to_get_one(tmp_path: Path) -> None:
     raw = cli(tmp_path, "--json")
-    assert raw.returncode == 0, raw.stderr
+    assert raw.exit_code == 0, raw.output
     assert json.loads(raw.stdout) == {"discovered": False}
     text = cli(tmp_path)
     assert "capabilities --refresh" in text.stdout
@@ -42,7 +34,7 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
     tmp_path: Path, codex_bin: str, codex_home: Path,
 ) -> None:
     fresh = cli(tmp_path, "--refresh", "--json", BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home))
-    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.exit_code == 0, fresh.output
     data = json.loads(fresh.stdout)
     assert data["discovered"] is True and data["codexVersion"] == "0.171.0"
     ids = [m["id"] for m in data["models"]]
@@ -55,7 +47,7 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
 
     # No codex now: the plain command must read the cache, not start the app-server.
     cached = cli(tmp_path, "--json", BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
-    assert cached.returncode == 0, cached.stderr
+    assert cached.exit_code == 0, cached.output
     again = json.loads(cached.stdout)
     assert [m["id"] for m in again["models"]] == ids and again["ageS"] >= 0
     text = cli(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")).stdout
@@ -64,7 +56,8 @@ def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
 
 
 def test_refresh_without_codex_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    done = cli(tmp_path, "--refresh", BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
+    # the real entry point: its exit code and what reaches stderr
+    done = run_cli("capabilities", "--refresh", env=isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")))
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     assert "discovery failed" in done.stderr

@@ -39,19 +39,13 @@ PLAIN = ("CMDCANARY", "OUTCANARY", "FILECANARY", "RAWCANARY", "QUERYCANARY")  # 
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[sm.ScriptedModel]:
-    with sm.ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("work")
 
 
 @pytest.fixture(scope="module")
-def home(model: sm.ScriptedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sm.write_codex_home(tmp_path_factory.mktemp("codex-home"), model.base_url)
+def home(module_model: sm.ScriptedModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sm.write_codex_home(tmp_path_factory.mktemp("codex-home"), module_model.base_url)
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +84,9 @@ def methods(transcript: list[dict[str, Any]]) -> list[str]:
 
 
 def test_a_plain_streamed_reply_becomes_the_answer_preview_and_the_final_answer(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
     text = f"Hello! Your key {SECRET} is set, see {workdir}/notes.txt."
-    model.enqueue(sm.turn(sm.message(text, [text[:10], text[10:30], text[30:]])))
+    module_model.enqueue(sm.turn(sm.message(text, [text[:10], text[10:30], text[30:]])))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "say hello")
     card = card_of(transcript, workdir)
@@ -108,8 +102,8 @@ def test_a_plain_streamed_reply_becomes_the_answer_preview_and_the_final_answer(
 
 
 def test_an_update_plan_call_becomes_the_steps_with_their_statuses(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(
         sm.turn(sm.update_plan([(f"Inspect repo ({SECRET})", "completed"), ("Write code", "in_progress"),
                                 ("Run tests", "pending")], explanation="Starting work")),
         sm.turn(sm.message("Planned.")))
@@ -123,9 +117,10 @@ def test_an_update_plan_call_becomes_the_steps_with_their_statuses(
 
 
 def test_a_failing_shell_command_shows_its_exit_code_but_not_its_text_or_output(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
     cmd = "printf 'OUTCANARY\\n'; echo CMDCANARY >&2; exit 3"
-    model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir), login=False)), sm.turn(sm.message("It failed.")))
+    module_model.enqueue(sm.turn(sm.shell_call(cmd, workdir=str(workdir), login=False)),
+                         sm.turn(sm.message("It failed.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "run it")
     assert "OUTCANARY" in json.dumps(transcript)  # codex did report the output (aggregatedOutput)
@@ -135,10 +130,10 @@ def test_a_failing_shell_command_shows_its_exit_code_but_not_its_text_or_output(
 
 
 def test_apply_patch_add_and_update_become_relative_file_changes_and_branch_counts(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
     add = sm.add_file_patch("docs/report.pdf", ["FILECANARY one", "two"])
     update = "*** Begin Patch\n*** Update File: docs/report.pdf\n@@\n FILECANARY one\n-two\n+three\n*** End Patch\n"
-    model.enqueue(sm.turn(sm.apply_patch(add)), sm.turn(sm.apply_patch(update)),
+    module_model.enqueue(sm.turn(sm.apply_patch(add)), sm.turn(sm.apply_patch(update)),
                   sm.turn(sm.message("Patched.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "patch it")
@@ -151,8 +146,8 @@ def test_apply_patch_add_and_update_become_relative_file_changes_and_branch_coun
 
 
 def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(
         sm.turn(sm.shell_call("touch approved-CMDCANARY.txt && echo created", workdir=str(workdir), login=False)),
         sm.turn(sm.apply_patch(sm.add_file_patch("accepted.txt", ["FILECANARY"]))),
         sm.turn(sm.shell_call("touch declined-CMDCANARY.txt", workdir=str(workdir), login=False)),
@@ -175,8 +170,8 @@ def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
 
 
 def test_an_unanswered_approval_is_cancelled_by_interrupt_even_when_resolved_comes_late(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir), login=False)))
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.turn(sm.shell_call("touch never-CMDCANARY.txt", workdir=str(workdir), login=False)))
     thread = codex.start_thread(workdir, approvalPolicy="untrusted")
     turn = codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "x"}]})
     pending = codex.record(thread, lambda m: "id" in m, answer=None)
@@ -193,8 +188,8 @@ def test_an_unanswered_approval_is_cancelled_by_interrupt_even_when_resolved_com
 
 
 def test_reasoning_shows_the_summary_and_never_the_raw_thoughts(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.reasoning([f"**Planning** with {SECRET}", "Second section"],
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.turn(sm.reasoning([f"**Planning** with {SECRET}", "Second section"],
                                        raw=["RAWCANARY thought 1 ", "RAWCANARY thought 2"]),
                           sm.message("Reasoned.")))
     thread = codex.start_thread(workdir)
@@ -206,8 +201,8 @@ def test_reasoning_shows_the_summary_and_never_the_raw_thoughts(
 
 
 def test_a_web_search_is_a_tool_activity_without_its_query(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.web_search("QUERYCANARY codex"), sm.message("Searched.")))
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.turn(sm.web_search("QUERYCANARY codex"), sm.message("Searched.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "search")
     out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
@@ -216,8 +211,8 @@ def test_a_web_search_is_a_tool_activity_without_its_query(
 
 
 def test_an_interrupted_stream_leaves_the_partial_answer_and_no_open_items(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.hang(sm.message("Partial answer", ["Partial ", "answer"])))
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.hang(sm.message("Partial answer", ["Partial ", "answer"])))
     thread = codex.start_thread(workdir)
     turn = codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "go"}]})
     head = codex.record(thread, method_is("item/agentMessage/delta"))
@@ -231,8 +226,8 @@ def test_an_interrupted_stream_leaves_the_partial_answer_and_no_open_items(
 
 
 def test_a_steer_replaces_the_abandoned_answer_with_the_steered_one(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.hang(sm.message("Abandoned", ["Aband", "oned"])),
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.hang(sm.message("Abandoned", ["Aband", "oned"])),
                   sm.turn(sm.message("Tests first, done.")))
     thread = codex.start_thread(workdir)
     turn = codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "do it"}]})
@@ -247,8 +242,8 @@ def test_a_steer_replaces_the_abandoned_answer_with_the_steered_one(
 
 
 def test_a_provider_error_becomes_an_error_warning(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.http_error(401, "invalid_api_key", f"Incorrect API key provided: {SECRET}"))
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.http_error(401, "invalid_api_key", f"Incorrect API key provided: {SECRET}"))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "fail")
     assert transcript[-1]["params"]["turn"]["status"] == "failed"
@@ -257,8 +252,8 @@ def test_a_provider_error_becomes_an_error_warning(
     assert "401" in out["warnings"][0]["message"]
 
 
-def test_a_compaction_is_counted_once(codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(sm.turn(sm.message("First.")), sm.turn(sm.message("Summary of the thread.")))
+def test_a_compaction_is_counted_once(codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(sm.turn(sm.message("First.")), sm.turn(sm.message("Summary of the thread.")))
     thread = codex.start_thread(workdir)
     transcript = codex.run_turn(thread, "hello")
     codex.request("thread/compact/start", {"threadId": thread})
@@ -269,8 +264,8 @@ def test_a_compaction_is_counted_once(codex: RawCodex, model: sm.ScriptedModel, 
 
 
 def test_codex_exec_json_events_build_the_card_of_the_exec_fallback(
-        codex_bin: str, home: Path, model: sm.ScriptedModel, workdir: Path) -> None:
-    model.enqueue(
+        codex_bin: str, home: Path, module_model: sm.ScriptedModel, workdir: Path) -> None:
+    module_model.enqueue(
         sm.turn(sm.update_plan([("Write notes", "in_progress")])),
         sm.turn(sm.shell_call("echo OUTCANARY; echo CMDCANARY >/dev/null", workdir=str(workdir), login=False)),
         sm.turn(sm.apply_patch(sm.add_file_patch("exec-notes.txt", ["FILECANARY"]))),
@@ -299,11 +294,11 @@ def test_codex_exec_json_events_build_the_card_of_the_exec_fallback(
 
 
 def test_plan_mode_asks_for_input_then_its_proposed_plan_becomes_the_steps(
-        codex: RawCodex, model: sm.ScriptedModel, workdir: Path) -> None:
+        codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
     question = {"id": "db", "header": "Database", "question": "Which database? QUERYCANARY",
                 "options": [{"label": "Postgres (Recommended)", "description": "CMDCANARY"}]}
     plan = "Here is my plan.\n<proposed_plan>\n# Plan\n1. Create the schema\n2. Write the API\n</proposed_plan>\n"
-    model.enqueue(sm.turn(sm.function_call("request_user_input", {"questions": [question]})),
+    module_model.enqueue(sm.turn(sm.function_call("request_user_input", {"questions": [question]})),
                   sm.turn(sm.message(plan, [plan[:20], plan[20:60], plan[60:]])))
     thread = codex.start_thread(workdir)
     codex.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "plan the db"}],

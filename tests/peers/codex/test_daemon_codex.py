@@ -24,7 +24,9 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import record_name
 from tests.conftest import PINNED_CODEX_VERSION, REPO
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.cli import isolated
 
 pytestmark = pytest.mark.codex
 FAST = BossApiRetry.fast()
@@ -48,7 +50,7 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     cp, proxy = plane
-    config = make_config(tmp_path, proxy.url, codex__bin=codex_bin)
+    config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
     await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
     daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
@@ -82,10 +84,8 @@ def _discovered(proxy: FaultProxy) -> bool:
 
 
 def _daemon_process(tmp_path: Path, config_url: str, codex_bin: str, codex_home: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BOSS_SERVER_URL": config_url, "BOSS_STATE_DIR": str(tmp_path / "state"),
-           "BOSS_CODEX_BIN": codex_bin, "BOSS_WORKSPACES": str(tmp_path), "CODEX_HOME": str(codex_home),
-           "BOSS_GRACE_PERIOD_S": "0", "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml")}
-    (tmp_path / "config.toml").write_text("")
+    env = isolated(tmp_path, BOSS_SERVER_URL=config_url, BOSS_CODEX_BIN=codex_bin, BOSS_WORKSPACES=str(tmp_path),
+                   CODEX_HOME=str(codex_home), BOSS_GRACE_PERIOD_S="0")
     log = (tmp_path / "daemon.log").open("ab")
     return subprocess.Popen([sys.executable, "-m", "boss_agent", "run"], cwd=REPO, env=env,
                             stdout=log, stderr=log)
@@ -148,7 +148,7 @@ async def test_a_codex_approval_is_decided_through_the_control_planes_local_endp
     workdir: Path, scripted_model: sm.ScriptedModel, decision: str,
 ) -> None:
     cp, proxy = plane
-    config = make_config(tmp_path, proxy.url, codex__bin=codex_bin)
+    config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
     await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(
         sm.turn(sm.shell_call("echo approved-run", sandbox_permissions="require_escalated",

@@ -7,10 +7,7 @@ traceback.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +17,10 @@ import pytest
 from boss_agent.cli import doctor
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import Identity, save_identity
-from tests.conftest import REPO, RedisProcess, free_port
+from tests.conftest import RedisProcess, free_port
+from tests.support.cli import isolated, run_cli_async
 
 pytestmark = pytest.mark.codex
-CLI_TIMEOUT_S = 90  # doctor starts codex and runs discovery
 
 
 @pytest.fixture
@@ -33,31 +30,19 @@ async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
 
 
 def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    (tmp_path / "home").mkdir(exist_ok=True)
-    (tmp_path / "config.toml").touch()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOSS_", "XDG_"))}
-    env.update({"HOME": str(tmp_path / "home"), "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
-                "BOSS_STATE_DIR": str(tmp_path / "state")}, **extra)
-    return env
+    return isolated(tmp_path, **extra)
 
 
 async def run_doctor(env: dict[str, str]) -> tuple[int, dict[str, dict[str, Any]], str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", "doctor", "--json", cwd=REPO, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
-    assert "Traceback" not in err.decode()
-    checks = {c["name"]: c for c in json.loads(out)["checks"]}
-    assert proc.returncode is not None
-    return proc.returncode, checks, out.decode()
+    done = await run_cli_async("doctor", "--json", env=env)
+    assert "Traceback" not in done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    return done.returncode, checks, done.stdout
 
 
 async def pair(env: dict[str, str], plane: ControlPlane) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", "pair", plane.create_pairing_code(), "--server", plane.url,
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    _, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
-    assert proc.returncode == 0, err
+    done = await run_cli_async("pair", plane.create_pairing_code(), "--server", plane.url, env=env)
+    assert done.returncode == 0, done.stderr
 
 
 async def test_a_paired_healthy_machine_passes_every_check_but_the_service(

@@ -1,64 +1,17 @@
 """The real-peer harness itself works: the pinned codex binary, driven over raw
-stdio JSON lines (no boss-agent code), runs a turn against the scripted model."""
+stdio JSON lines (``tests/support/codex_raw.py``, no boss-agent client code), runs a
+turn against the scripted model."""
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import threading
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.codexbin import codex_version, resolve_native
 from tests.conftest import PINNED_CODEX_VERSION
-
-READ_TIMEOUT_S = 30
-
-
-class RawCodex:
-    """The smallest possible stdio client, independent of boss_agent.appserver."""
-
-    def __init__(self, codex_bin: str, home: Path, cwd: Path) -> None:
-        binary = resolve_native(codex_bin)
-        env = {**os.environ, **binary.env, "CODEX_HOME": str(home)}
-        self.proc = subprocess.Popen(
-            [*binary.argv, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
-        )
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 0
-
-    def _read(self) -> None:
-        assert self.proc.stdout
-        for line in self.proc.stdout:
-            self.lines.put(json.loads(line))
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.next_id += 1
-        self.send({"id": self.next_id, "method": method, "params": params})
-        return self.until(lambda m: m.get("id") == self.next_id and "method" not in m)
-
-    def until(self, predicate: Any) -> dict[str, Any]:
-        while True:
-            message = self.lines.get(timeout=READ_TIMEOUT_S)
-            if predicate(message):
-                return message
-
-    def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
+from tests.support.codex_raw import RawCodex
 
 
 def test_pinned_codex_version_is_installed(codex_bin: str) -> None:
@@ -72,20 +25,12 @@ def test_real_codex_runs_a_turn_against_the_scripted_model(
     codex = RawCodex(codex_bin, codex_home, workdir)
     try:
         init = codex.request("initialize", {"clientInfo": {"name": "harness", "version": "0"}})
-        assert "userAgent" in init["result"]
+        assert "userAgent" in init
         codex.send({"method": "initialized"})
-        thread = codex.request("thread/start", {"cwd": str(workdir)})["result"]["thread"]
-        codex.request("turn/start", {"threadId": thread["id"],
-                                     "input": [{"type": "text", "text": "say hello"}]})
-        deltas: list[str] = []
-
-        def collect(message: dict[str, Any]) -> bool:
-            if message.get("method") == "item/agentMessage/delta":
-                deltas.append(message["params"]["delta"])
-            return message.get("method") == "turn/completed"
-
-        completed = codex.until(collect)
-        assert completed["params"]["turn"]["status"] == "completed"
+        thread_id = codex.start_thread(workdir)
+        messages = codex.run_turn(thread_id, "say hello")
+        deltas = [m["params"]["delta"] for m in messages if m["method"] == "item/agentMessage/delta"]
+        assert messages[-1]["params"]["turn"]["status"] == "completed"
         assert "".join(deltas) == "Hello world!"
         (request,) = scripted_model.requests
         assert request.stream_end == "completed"

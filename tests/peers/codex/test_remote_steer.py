@@ -16,7 +16,8 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
-from tests.support.daemon import FaultProxy, make_config, paired_daemon
+from tests.support.config import make_config
+from tests.support.daemon import FaultProxy, paired_daemon
 
 pytestmark = pytest.mark.codex
 TASK_WAIT_S = 60  # codex start-up plus a few scripted model round trips
@@ -38,7 +39,8 @@ async def test_with_one_slot_a_steer_reaches_the_running_turn_it_names(
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     cp, proxy = plane
-    config = make_config(tmp_path, proxy.url, codex__bin=codex_bin, max_concurrent_tasks=1)
+    config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path,
+                         codex__bin=codex_bin, max_concurrent_tasks=1)
     scripted_model.enqueue(sm.hang(sm.message("working on it")), sm.text_reply("steered answer"))
     async with paired_daemon(config, proxy.url, cp.create_pairing_code(), codex_home):
         running_id = cp.submit_task("a long job", workdir=str(workdir))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -29,6 +28,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import STATE_WRITE_S
 from tests.conftest import REPO
+from tests.support.cli import isolated, run_cli_async
 
 if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
     from tests.support.notify_socket import NotifySocket
@@ -61,12 +61,8 @@ class Setup:
         return self.tmp / "state"
 
     async def cli(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "boss_agent", *args, cwd=REPO, env=env or self.env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
-        assert proc.returncode is not None
-        return proc.returncode, out.decode(), err.decode()
+        done = await run_cli_async(*args, env=env or self.env, timeout=CLI_TIMEOUT_S)
+        return done.returncode, done.stdout, done.stderr
 
     async def status(self) -> dict:
         code, out, err = await self.cli("status", "--json")
@@ -95,14 +91,8 @@ class Setup:
 @pytest.fixture
 async def setup(tmp_path: Path, codex_bin: str, codex_home: Path, notify: NotifySocket,
                 scripted_model: sm.ScriptedModel) -> AsyncIterator[Setup]:
-    (tmp_path / "home").mkdir()
-    (tmp_path / "config.toml").write_text("")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("BOSS_", "XDG_", "WATCHDOG_")) and k != "NOTIFY_SOCKET"}
-    env.update({"HOME": str(tmp_path / "home"), "BOSS_STATE_DIR": str(tmp_path / "state"),
-                "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"), "BOSS_CODEX_BIN": codex_bin,
-                "CODEX_HOME": str(codex_home), "BOSS_GRACE_PERIOD_S": str(GRACE_S),
-                "BOSS_WORKSPACES": str(tmp_path)})
+    env = isolated(tmp_path, BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home),
+                   BOSS_GRACE_PERIOD_S=str(GRACE_S), BOSS_WORKSPACES=str(tmp_path))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as plane:
         ready = Setup(tmp_path, env, plane, notify, codex_home)
         code, _, err = await ready.cli("pair", plane.create_pairing_code(), "--server", plane.url)

@@ -6,7 +6,6 @@ ControlPlane on loopback, the real codex app-server once paired."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -18,7 +17,8 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.statefile import status_snapshot
 from boss_agent.demo import scripted_model as sm
 from tests.conftest import REPO
-from tests.support.gateway import wait_until
+from tests.support.waits import eventually
+from tests.support.cli import isolated, run_cli_async
 
 START_S = 90.0  # pairing noticed, codex app-server started, on a loaded 2-core machine
 EXIT_S = 30.0
@@ -26,11 +26,8 @@ WAITING_LINE = "waiting for pairing"
 
 
 def _env(tmp_path: Path, server: str, codex_bin: str, codex_home: Path) -> dict[str, str]:
-    (tmp_path / "config.toml").write_text("")
-    return {**os.environ, "BOSS_SERVER_URL": server, "BOSS_STATE_DIR": str(tmp_path / "state"),
-            "BOSS_CODEX_BIN": codex_bin, "BOSS_WORKSPACES": str(tmp_path),
-            "CODEX_HOME": str(codex_home), "BOSS_GRACE_PERIOD_S": "0",
-            "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml")}
+    return isolated(tmp_path, BOSS_SERVER_URL=server, BOSS_CODEX_BIN=codex_bin, BOSS_WORKSPACES=str(tmp_path),
+                    CODEX_HOME=str(codex_home), BOSS_GRACE_PERIOD_S="0")
 
 
 def _start(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -49,11 +46,8 @@ def _state_is(tmp_path: Path, proc: subprocess.Popen[bytes], state: str) -> bool
 
 
 async def _pair(cp: ControlPlane, env: dict[str, str]) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", "pair", cp.create_pairing_code(), "--server", cp.url,
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), EXIT_S)
-    assert proc.returncode == 0, err.decode()
+    done = await run_cli_async("pair", cp.create_pairing_code(), "--server", cp.url, env=env, timeout=EXIT_S)
+    assert done.returncode == 0, done.stderr
 
 
 async def _stop(proc: subprocess.Popen[bytes]) -> int:
@@ -73,15 +67,15 @@ async def test_run_waits_for_pairing_then_serves_tasks(
             (tmp_path / "state" / "device_token").write_text("bdt_old")
         proc = _start(tmp_path, env)
         try:
-            await wait_until(lambda: _state_is(tmp_path, proc, WAITING_LINE), timeout=START_S)
+            await eventually(lambda: _state_is(tmp_path, proc, WAITING_LINE), timeout=START_S)
             assert proc.poll() is None
             if damaged:
                 assert _log(tmp_path).count("device identity") == 1
             await _pair(cp, env)
-            await wait_until(lambda: _state_is(tmp_path, proc, "running"), timeout=START_S)
+            await eventually(lambda: _state_is(tmp_path, proc, "running"), timeout=START_S)
             scripted_model.enqueue(sm.turn(sm.message("paired and working")))
             task_id = cp.submit_task("after pairing", workdir=str(workdir))
-            await wait_until(lambda: cp.task(task_id)["status"] == "completed", timeout=START_S)
+            await eventually(lambda: cp.task(task_id)["status"] == "completed", timeout=START_S)
             result = cp.task(task_id)["result"]
         finally:
             code = await _stop(proc)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,9 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, module_env, poll, sleepers
+from tests.support.config import make_config
+from tests.support.runner import Sink, module_env, sleepers
+from tests.support.waits import eventually
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.asyncio(loop_scope="module"),
@@ -28,14 +30,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[sm.ScriptedModel]:
-    with sm.ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
-    return module_env(tmp_path_factory.mktemp("runner"), model, codex_bin)
+def env(tmp_path_factory: pytest.TempPathFactory, module_model: sm.ScriptedModel, codex_bin: str) -> dict[str, Any]:
+    return module_env(tmp_path_factory.mktemp("runner"), module_model, codex_bin)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -64,11 +60,11 @@ def _git_repo(path: Path) -> None:
 
 
 async def test_a_turn_completes_with_the_final_answer_thread_turn_and_git_facts(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "plain")
     _git_repo(work)
-    model.enqueue(sm.turn(sm.apply_patch(sm.add_file_patch("report.pdf", ["not really a pdf"]))))
-    model.enqueue(sm.turn(sm.message("All done. The key is sk-proj-abcdefghijklmnopqrst")))
+    module_model.enqueue(sm.turn(sm.apply_patch(sm.add_file_patch("report.pdf", ["not really a pdf"]))))
+    module_model.enqueue(sm.turn(sm.message("All done. The key is sk-proj-abcdefghijklmnopqrst")))
     sink = Sink()
     result = await runner.run(Task("t-plain", "write the report", workdir=str(work)), sink, asyncio.Event())
     assert result.status == "completed", result
@@ -83,17 +79,17 @@ async def test_a_turn_completes_with_the_final_answer_thread_turn_and_git_facts(
     assert {"name": "report.pdf", "kind": "document"} in card["artifacts"]
     assert sink.cards and sink.cards[-1] == card
     # The thread lives on: a follow-up task with codexThreadRef resumes it.
-    model.enqueue(sm.text_reply("second answer"))
+    module_model.enqueue(sm.text_reply("second answer"))
     again = await runner.run(Task("t-plain-2", "and now?", workdir=str(work),
                                   codex_thread_ref=result.codex_thread_ref), Sink(), asyncio.Event())
     assert again.status == "completed" and again.result_text == "second answer"
     assert again.codex_thread_ref == result.codex_thread_ref and again.turn_id != result.turn_id
-    assert "write the report" in model.requests[-1].input_texts()
+    assert "write the report" in module_model.requests[-1].input_texts()
 
 
 async def test_a_failed_turn_fails_the_task_with_codex_s_message(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
-    model.enqueue(sm.http_error(401, "invalid_api_key", "Incorrect API key provided: sk-proj-abcdefghijklmnop"))
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
+    module_model.enqueue(sm.http_error(401, "invalid_api_key", "Incorrect API key provided: sk-proj-abcdefghijklmnop"))
     result = await runner.run(Task("t-fail", "hi", workdir=str(_workdir(env, "fail"))), Sink(), asyncio.Event())
     assert result.status == "failed" and result.error_code == "codex_turn_failed"
     assert result.error_message and "401" in result.error_message
@@ -101,16 +97,16 @@ async def test_a_failed_turn_fails_the_task_with_codex_s_message(
 
 
 async def test_a_task_asking_for_more_than_the_device_allows_is_capped_and_the_card_says_so(
-        env: dict[str, Any], app: AppServer, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], app: AppServer, module_model: sm.ScriptedModel) -> None:
     config = make_config(env["tmp"], env["config"].codex.bin, **{"codex.max_sandbox": "read-only",
                                                                  "codex.sandbox": "read-only"})
     runner = Runner(config, app, codex_home=env["home"])
-    model.enqueue(sm.text_reply("capped"))
+    module_model.enqueue(sm.text_reply("capped"))
     result = await runner.run(Task("t-cap", "hi", sandbox="danger-full-access"), Sink(), asyncio.Event())
     assert result.status == "completed"
     assert any("read-only" in w["message"] for w in result.execution_progress["warnings"])
     # The thread really runs read-only: codex tells the model so in its permission context.
-    assert any("read-only" in text for text in model.requests[-1].input_texts())
+    assert any("read-only" in text for text in module_model.requests[-1].input_texts())
 
 
 def _shell(cmd: str, **extra: Any) -> list[dict[str, Any]]:
@@ -118,15 +114,15 @@ def _shell(cmd: str, **extra: Any) -> list[dict[str, Any]]:
     return sm.shell_call(cmd, login=False, **extra)
 
 
-def _approval_turn(model: sm.ScriptedModel, cmd: str) -> None:
-    model.enqueue(sm.turn(_shell(cmd)))
-    model.enqueue(sm.text_reply("after the command"))
+def _approval_turn(module_model: sm.ScriptedModel, cmd: str) -> None:
+    module_model.enqueue(sm.turn(_shell(cmd)))
+    module_model.enqueue(sm.text_reply("after the command"))
 
 
 async def test_an_accepted_approval_runs_the_command(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "approve")
-    _approval_turn(model, "touch approved.txt")
+    _approval_turn(module_model, "touch approved.txt")
 
     async def accept(_request: Any) -> str:
         return "accept"
@@ -138,32 +134,32 @@ async def test_an_accepted_approval_runs_the_command(
     (asked,) = sink.approvals
     # the program may be named (device API §6), its arguments never
     assert asked.kind == "command" and asked.summary == "Run touch (network: no)"
-    assert (work / "approved.txt").exists(), model.requests[-1].tool_outputs()
+    assert (work / "approved.txt").exists(), module_model.requests[-1].tool_outputs()
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["accepted"]
     assert any(c["status"] == "waitingApproval" for c in sink.cards)
 
 
 async def test_a_declined_approval_does_not_run_the_command(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "decline")
-    _approval_turn(model, "touch declined.txt")
+    _approval_turn(module_model, "touch declined.txt")
     sink = Sink()  # declines
     result = await runner.run(Task("t-decline", "x", workdir=str(work), approval_policy="untrusted"),
                               sink, asyncio.Event())
     assert result.status == "completed"
     assert len(sink.approvals) == 1 and not (work / "declined.txt").exists()
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["declined"]
-    assert "rejected" in next(iter(model.requests[-1].tool_outputs().values()))
+    assert "rejected" in next(iter(module_model.requests[-1].tool_outputs().values()))
 
 
 async def test_an_unanswered_approval_times_out_as_declined_while_the_card_keeps_flowing(
-        env: dict[str, Any], app: AppServer, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], app: AppServer, module_model: sm.ScriptedModel) -> None:
     config = make_config(env["tmp"], env["config"].codex.bin, **{
         "codex.approval_timeout_s": 1, "codex.sandbox": "danger-full-access",
         "codex.max_sandbox": "danger-full-access"})
     runner = Runner(config, app, codex_home=env["home"])
     work = _workdir(env, "timeout")
-    _approval_turn(model, "touch late.txt")
+    _approval_turn(module_model, "touch late.txt")
     never = asyncio.Event()
 
     async def wait_forever(_request: Any) -> str:
@@ -178,9 +174,9 @@ async def test_an_unanswered_approval_times_out_as_declined_while_the_card_keeps
 
 
 async def test_deny_mode_declines_at_once_without_asking(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "deny")
-    _approval_turn(model, "touch denied.txt")
+    _approval_turn(module_model, "touch denied.txt")
     sink = Sink()
     task = Task("t-deny", "x", workdir=str(work), approval_policy="untrusted", approval_mode="deny")
     result = await runner.run(task, sink, asyncio.Event())
@@ -188,15 +184,15 @@ async def test_deny_mode_declines_at_once_without_asking(
 
 
 async def test_cancel_interrupts_the_turn_and_kills_the_running_command(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "cancel")
     marker = "29.4321"
-    model.enqueue(sm.turn(_shell(f"sleep {marker}", yield_time_ms=30000)))
+    module_model.enqueue(sm.turn(_shell(f"sleep {marker}", yield_time_ms=30000)))
     cancel = asyncio.Event()
     sink = Sink()
     async with asyncio.TaskGroup() as tg:
         running = tg.create_task(runner.run(Task("t-cancel", "sleep", workdir=str(work)), sink, cancel))
-        await poll(lambda: sleepers(f"sleep {marker}"))
+        await eventually(lambda: sleepers(f"sleep {marker}"))
         cancel.set()
     result = running.result()
     assert result.status == "cancelled" and result.error_code == "cancelled"
@@ -205,71 +201,70 @@ async def test_cancel_interrupts_the_turn_and_kills_the_running_command(
 
 
 async def test_a_steer_of_a_stale_turn_fails_without_starting_a_turn(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "steer-stale")
-    model.enqueue(sm.text_reply("first"))
+    module_model.enqueue(sm.text_reply("first"))
     first = await runner.run(Task("t-s1", "x", workdir=str(work)), Sink(), asyncio.Event())
-    before = len(model.requests)
+    before = len(module_model.requests)
     stale = Task("t-s2", "focus", workdir=str(work), codex_thread_ref=first.codex_thread_ref,
                  target_turn_id=first.turn_id)
     result = await runner.run(stale, Sink(), asyncio.Event())
     assert result.status == "failed" and result.error_code == "turn_not_active"
-    assert len(model.requests) == before
+    assert len(module_model.requests) == before
 
 
 async def test_a_steer_joins_the_active_turn_and_follows_it_to_the_end(
-        env: dict[str, Any], runner: Runner, app: AppServer, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, app: AppServer, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "steer")
-    model.enqueue(sm.text_reply("first"))
+    module_model.enqueue(sm.text_reply("first"))
     first = await runner.run(Task("t-st1", "x", workdir=str(work)), Sink(), asyncio.Event())
     thread = first.codex_thread_ref
-    model.enqueue(sm.hang(sm.message("partial")))
-    model.enqueue(sm.text_reply("steered answer"))
+    module_model.enqueue(sm.hang(sm.message("partial")))
+    module_model.enqueue(sm.text_reply("steered answer"))
     client = await app.client()
     async with asyncio.TaskGroup() as tg:
         original = tg.create_task(runner.run(Task("t-st2", "long job", workdir=str(work),
                                                   codex_thread_ref=thread), Sink(), asyncio.Event()))
 
         async def active_turn() -> str | None:
+            """The hung turn's id, once the model has its request (codex has no event for it)."""
+            if len(module_model.requests) < 3:
+                return None
             page = await client.thread_turns_list(thread, limit=1, sortDirection="desc")
             turn = (page.get("data") or [{}])[0]
             return turn.get("id") if turn.get("status") == "inProgress" else None
 
-        turn_id = None
-        async with asyncio.timeout(30):
-            while turn_id is None or len(model.requests) < 3:
-                turn_id = await active_turn()
-                await asyncio.sleep(0.05)
+        turn_id = await eventually(active_turn)
         steer = await runner.run(Task("t-st3", "focus on tests", workdir=str(work), codex_thread_ref=thread,
                                       target_turn_id=turn_id), Sink(), asyncio.Event())
     assert steer.status == "completed" and steer.turn_id == turn_id
     assert steer.result_text == "steered answer"
     assert original.result().status == "completed" and original.result().turn_id == turn_id
-    assert "focus on tests" in model.requests[-1].input_texts()
+    assert "focus on tests" in module_model.requests[-1].input_texts()
 
 
 async def test_collaboration_injects_a_summary_of_the_source_without_its_secrets(
-        env: dict[str, Any], runner: Runner, app: AppServer, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, app: AppServer, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "collab")
     secret = "DEVELOPER-SECRET-7731"
     client = await app.client()
     source = (await client.thread_start(cwd=str(work), developerInstructions=f"Never say {secret}."))
     source_id = source["thread"]["id"]
-    model.enqueue(sm.text_reply("Thread A result: 42"))
+    module_model.enqueue(sm.text_reply("Thread A result: 42"))
     answered = await runner.run(Task("t-ca", "compute", workdir=str(work), codex_thread_ref=source_id),
                                 Sink(), asyncio.Event())
     assert answered.status == "completed", answered
-    assert any(secret in json.dumps(r.body) for r in model.requests)  # the secret is really there
-    model.enqueue(sm.text_reply("target ready"))
+    assert any(secret in json.dumps(r.body) for r in module_model.requests)  # the secret is really there
+    module_model.enqueue(sm.text_reply("target ready"))
     target = await runner.run(Task("t-cb", "hello", workdir=str(work)), Sink(), asyncio.Event())
-    model.enqueue(sm.text_reply("used the summary"))
+    module_model.enqueue(sm.text_reply("used the summary"))
     collab = Task("t-cc", "continue with the other thread's result", intent="thread_collaboration",
                   workdir=str(work), source_thread_ref=source_id, target_thread_ref=target.codex_thread_ref)
     result = await runner.run(collab, Sink(), asyncio.Event())
     assert result.status == "completed", result
     assert result.result_text == "used the summary"
     assert result.codex_thread_ref == target.codex_thread_ref
-    request = model.requests[-1]
+    request = module_model.requests[-1]
     texts = request.input_texts()
     assert any("Thread A result: 42" in t for t in texts)
     assert texts[-1] == "continue with the other thread's result"
@@ -278,12 +273,12 @@ async def test_collaboration_injects_a_summary_of_the_source_without_its_secrets
 
 
 async def test_a_workdir_outside_the_workspaces_fails_and_nothing_runs(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
-    before = len(model.requests)
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
+    before = len(module_model.requests)
     sink = Sink()
     result = await runner.run(Task("t-etc", "x", workdir="../../etc"), sink, asyncio.Event())
     assert result.status == "failed" and result.error_code == "workdir_not_allowed"
-    assert result.codex_thread_ref is None and len(model.requests) == before
+    assert result.codex_thread_ref is None and len(module_model.requests) == before
     assert result.execution_progress["status"] == "failed"
 
 
@@ -295,9 +290,9 @@ async def test_capabilities_report_codex_exec_and_the_cua_driver(runner: Runner)
 
 
 async def test_cancel_while_an_approval_is_pending_cancels_the_task_and_the_approval(
-        env: dict[str, Any], runner: Runner, model: sm.ScriptedModel) -> None:
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "cancel-approval")
-    model.enqueue(sm.turn(_shell("touch never.txt")))
+    module_model.enqueue(sm.turn(_shell("touch never.txt")))
     cancel = asyncio.Event()
 
     async def cancel_instead(_request: Any) -> str:
@@ -305,9 +300,9 @@ async def test_cancel_while_an_approval_is_pending_cancels_the_task_and_the_appr
         await asyncio.Event().wait()  # never decides; the runner must stop waiting
         return "accept"
 
-    before = len(model.requests)
+    before = len(module_model.requests)
     result = await runner.run(Task("t-cancel-approval", "x", workdir=str(work), approval_policy="untrusted"),
                               Sink(cancel_instead), cancel)
     assert result.status == "cancelled" and not (work / "never.txt").exists()
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["cancelled"]
-    assert len(model.requests) == before + 1  # the interrupted turn asked the model nothing more
+    assert len(module_model.requests) == before + 1  # the interrupted turn asked the model nothing more

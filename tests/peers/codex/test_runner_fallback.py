@@ -13,7 +13,9 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, missing_app_server, poll
+from tests.support.config import make_config
+from tests.support.runner import Sink, missing_app_server
+from tests.support.waits import eventually
 
 pytestmark = [
     pytest.mark.codex,
@@ -76,7 +78,7 @@ async def test_an_app_server_lost_after_the_turn_started_fails_the_task_and_neve
         runner = Runner(config, app, codex_home=codex_home)
         async with asyncio.TaskGroup() as tg:
             running = tg.create_task(runner.run(Task("t-lost", "long job"), Sink(), asyncio.Event()))
-            await poll(lambda: scripted_model.requests)  # the turn reached the model
+            await eventually(lambda: scripted_model.requests)  # the turn reached the model
             for proc in _app_server_processes():
                 proc.kill()
     result: Any = running.result()

@@ -9,6 +9,7 @@ that counts its runs: the real one needs a GitHub login no test machine has.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,8 @@ async def test_a_concurrent_first_batch_probes_the_github_cli_once(
     monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
     with sm.ScriptedModel() as model:
         env = module_env(tmp_path, model, codex_bin)
+        # Only a git work tree gets branch facts (and so the gh probe).
+        await asyncio.to_thread(subprocess.run, ["git", "init", "-q", str(env["root"])], check=True)
         model.enqueue(*(sm.text_reply("done") for _ in range(TASKS)))
         async with AppServer.from_config(env["config"], codex_home=env["home"]) as app:
             runner = Runner(env["config"], app, codex_home=env["home"])

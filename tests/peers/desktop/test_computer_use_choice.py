@@ -24,7 +24,8 @@ from boss_agent.errors import ServerOverloaded
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
-from tests.support.runner import Sink, make_config
+from tests.support.config import make_config
+from tests.support.runner import Sink
 
 pytestmark = [pytest.mark.codex, pytest.mark.desktop]
 PLUGIN_CLI_TIMEOUT_S = 60.0  # codex plugin add copies a few files; this bounds a wedged CLI

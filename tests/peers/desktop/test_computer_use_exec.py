@@ -19,7 +19,8 @@ from tests.peers.desktop.test_runner_cua import (
     press_target,
 )
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
-from tests.support.runner import Sink, make_config, missing_app_server
+from tests.support.config import make_config
+from tests.support.runner import Sink, missing_app_server
 
 pytestmark = [pytest.mark.codex, pytest.mark.desktop]
 EXEC_ONLY = {"codex.approval_policy": "never", "codex.max_approval_policy": "never"}

@@ -23,10 +23,12 @@ from boss_agent.runner import Runner
 from boss_agent.service.manager import Host
 from boss_agent.service.plan import plan_install
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, poll
+from tests.support.config import make_config
+from tests.support.runner import Sink
 from tests.peers.codex.test_doctor import base_env, run_doctor
 from tests.peers.desktop.test_runner_cua import _spawn, _tool_search, _wm_running
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
+from tests.support.waits import eventually
 
 DESKTOP_VARS = {"DISPLAY": ":7", "XAUTHORITY": "/run/user/1234/gdm/Xauthority", "WAYLAND_DISPLAY": "wayland-0"}
 
@@ -146,12 +148,12 @@ async def test_a_computer_use_task_reads_the_screen_types_into_a_window_and_veri
         desktop: dict[str, str], tmp_path: Path, codex_bin: str,  # noqa: F811 - the imported fixture
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the app-server (and so the MCP server) inherit it
-    await poll(lambda: _wm_running(desktop))
+    await eventually(lambda: _wm_running(desktop))
     typed_file, shots = tmp_path / "typed.txt", tmp_path / "shots"
     shots.mkdir()
     target = _spawn([sys.executable, "-c", TARGET_APP, str(typed_file)], desktop, stdout=subprocess.DEVNULL)
     try:
-        await poll(lambda: TARGET_TITLE in subprocess.run(
+        await eventually(lambda: TARGET_TITLE in subprocess.run(
             ["xwininfo", "-root", "-tree"], env=desktop, capture_output=True, text=True, check=False).stdout)
         with sm.ScriptedModel(responder=_type_and_verify(shots)) as model:
             home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)

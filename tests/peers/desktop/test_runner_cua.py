@@ -20,7 +20,9 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task
-from tests.support.runner import Sink, make_config, poll
+from tests.support.config import make_config
+from tests.support.runner import Sink
+from tests.support.waits import eventually
 
 pytestmark = [
     pytest.mark.codex, pytest.mark.desktop,
@@ -111,13 +113,13 @@ def _tool_search(query: str) -> list[dict[str, Any]]:
 @contextlib.asynccontextmanager
 async def press_target(desktop: dict[str, str]) -> AsyncIterator[subprocess.Popen[bytes]]:
     """An xmessage window with a Press button, framed by the WM; killed on the way out."""
-    await poll(lambda: _wm_running(desktop))  # a window mapped before the WM is up stays unframed
+    await eventually(lambda: _wm_running(desktop))  # a window mapped before the WM is up stays unframed
     target = _spawn(["xmessage", "-geometry", "+200+200", "-buttons", f"Press:{PRESS_EXIT_CODE}",
                      "Boss click target"], desktop, stdout=subprocess.DEVNULL)
     try:
-        await poll(lambda: _visible_window(desktop))
+        await eventually(lambda: _visible_window(desktop))
         try:  # once framed it no longer moves; the model clicks where the screenshot saw it
-            await poll(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
+            await eventually(lambda: _managed_window(desktop), timeout=WM_MANAGE_S)
         except TimeoutError:
             pass  # not framed: then nothing moves it either
         yield target

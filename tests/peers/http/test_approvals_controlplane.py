@@ -15,7 +15,8 @@ from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, parse_task
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import error_code, pair, within  # noqa: E402
+from tests.support.controlplane import error_code, pair  # noqa: E402
+from tests.support.waits import within  # noqa: E402
 pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 

@@ -1,5 +1,6 @@
 """The device API client against a real scripted HTTP server on loopback: error
-mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced progress."""
+mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced and lazily
+serialized progress."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ import pytest
 from aiohttp import web
 
 from boss_agent.errors import BossApiError, BossUnreachable, TaskGone, Unauthorized
+from boss_agent.progress.card import Card
+from boss_agent.runner.feed import CardFeed
 from boss_agent.sources.boss.api import USER_AGENT, BossApi
 from boss_agent.sources.boss.progress import ProgressUploader
+from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.retry import BossApiRetry, is_retryable, parse_retry_after
+from boss_agent.sources.boss.runs import BossTaskSink
+from boss_agent.tasks import Task
 
 TOKEN = "tok_secret_abcdef123456"
+DELTAS = 2_000  # answer deltas streamed through the runner's card feed
 Answer = Callable[[web.Request, dict[str, Any]], web.StreamResponse]
 
 
@@ -149,3 +156,61 @@ async def test_cancel_requested_or_a_lost_task_sets_the_cancel_event(server: tup
             uploader.close()
             await asyncio.wait_for(uploader.run(), 10)
             assert cancel.is_set()
+
+
+async def test_the_runner_card_is_serialized_per_upload_not_per_delta_and_the_final_is_exact(
+    server: tuple[Script, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CardFeed -> BossTaskSink -> ProgressUploader -> loopback HTTP: 2,000 answer deltas
+    cost a handful of ``to_dict`` calls (one per upload), and the last upload is the
+    runner's final card exactly."""
+    serialized = 0
+    to_dict = Card.to_dict
+
+    def counting(card: Card) -> dict[str, Any]:
+        nonlocal serialized
+        serialized += 1
+        return to_dict(card)
+
+    monkeypatch.setattr(Card, "to_dict", counting)
+    script, url = server
+    cancel = asyncio.Event()
+    task = Task(task_id="tsk_1", prompt="p")
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", cancel, min_interval_s=0.2)
+        feed = CardFeed(BossTaskSink(task, uploader, RemoteApprovals(api, 1.0), cancel),
+                        backend="app_server", workdir=None)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await feed.feed({"method": "turn/started", "params": {"turn": {"id": "t", "status": "inProgress"}}})
+            for index in range(DELTAS):
+                await feed.feed({"method": "item/agentMessage/delta", "params": {"delta": f" w{index}"}})
+                if index % 50 == 0:
+                    await asyncio.sleep(0)  # the uploader runs between messages, as in the daemon
+            await feed.event("finished", status="completed", at="2026-01-01T00:00:00.000Z")
+            serialized_by_stream = serialized
+            uploader.close()
+    uploads = [body for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert serialized_by_stream <= len(uploads) < DELTAS // 100  # per upload, never per delta
+    assert uploads[-1]["executionProgress"] == to_dict(feed.card)
+    assert uploads[-1]["executionProgress"]["status"] == "completed"
+    assert uploads[-1]["executionProgress"]["answerPreview"].endswith(f" w{DELTAS - 1}")
+
+
+async def test_the_first_card_waits_one_window_so_no_upload_races_the_turn_start(
+    server: tuple[Script, str],
+) -> None:
+    """The claim already made the task ``running`` on the server; the first card goes
+    out after one coalescing window (or at close), not while the runner starts the turn."""
+    script, url = server
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
+        uploader = ProgressUploader(api, "tsk_1", asyncio.Event(), min_interval_s=60.0)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await asyncio.sleep(0)  # the uploader waits for its first card
+            uploader.update({"status": "running"})
+            for _ in range(3):
+                await asyncio.sleep(0)  # it has seen the card (and, unfixed, started sending it)
+            uploader.close({"status": "completed"})
+    uploads = [body["executionProgress"] for path, body, _, _ in script.seen if path.endswith("/progress")]
+    assert uploads == [{"status": "completed"}]

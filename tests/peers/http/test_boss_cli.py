@@ -3,10 +3,7 @@ against the real ControlPlane): one-line errors, exit codes, no token in output.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import stat
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,7 +11,7 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import load_identity
-from tests.conftest import REPO
+from tests.support.cli import isolated, run_cli_async
 
 CLI_TIMEOUT_S = 60
 
@@ -26,16 +23,8 @@ async def cp(tmp_path: Path) -> AsyncIterator[ControlPlane]:
 
 
 async def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    (tmp_path / "config.toml").touch()
-    env = {**os.environ, "BOSS_AGENT_CONFIG": str(tmp_path / "config.toml"),
-           "BOSS_STATE_DIR": str(tmp_path / "state")}
-    env.pop("BOSS_SERVER_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "boss_agent", *args, cwd=REPO, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT_S)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    done = await run_cli_async(*args, env=isolated(tmp_path))
+    return done.returncode, done.stdout, done.stderr
 
 
 async def test_pair_prints_the_device_id_never_the_token_and_unpair_forgets_it(

@@ -12,7 +12,8 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
 from boss_agent.tasks import TaskResult
-from tests.support.daemon import FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import FaultProxy, StubRunner
 from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
 
 LONG_ID = "tsk_" + "é" * 120  # quote() makes 724 characters of it: over NAME_MAX
@@ -49,7 +50,7 @@ def test_records_under_the_old_names_are_still_recovered(tmp_path: Path) -> None
 
 async def test_a_long_non_ascii_task_id_completes_end_to_end(tmp_path: Path) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url)
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path)
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         queued = cp.submit_task("long id")
         # The control plane makes short ids; the device API allows 200 characters of any kind.

@@ -12,7 +12,8 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.api import HEARTBEAT_INTERVAL_MS
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import FakeClock, error_code, pair, within
+from tests.support.controlplane import FakeClock, error_code, pair
+from tests.support.waits import within
 
 pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 

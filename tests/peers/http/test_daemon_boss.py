@@ -23,7 +23,9 @@ from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.daemon.statefile import STATE_FILE
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config, wait_until
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
+from tests.support.waits import eventually
 
 FAST = BossApiRetry.fast()
 CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
@@ -38,7 +40,7 @@ async def plane(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, FaultProxy]
 @pytest.fixture
 async def paired(tmp_path: Path, plane: tuple[ControlPlane, FaultProxy]) -> Any:
     cp, proxy = plane
-    config = make_config(tmp_path, proxy.url, max_concurrent_tasks=2)
+    config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, max_concurrent_tasks=2)
     identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
     return cp, proxy, config, identity
 
@@ -61,7 +63,7 @@ async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daem
 async def spool_empty(daemon: Daemon) -> None:
     source = daemon.source
     assert source is not None
-    await wait_until(lambda: len(source.spool) == 0, source.flusher.changed)
+    await eventually(lambda: len(source.spool) == 0, changed=source.flusher.changed)
 
 
 async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:
@@ -172,7 +174,7 @@ async def test_a_remote_approval_is_asked_once_and_answered_from_the_control_pla
 
 async def test_an_approval_nobody_answers_is_declined_at_the_timeout(paired: Any, tmp_path: Path) -> None:
     cp, proxy, _, _ = paired
-    config = make_config(tmp_path, proxy.url, codex__approval_timeout_s=1)
+    config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__approval_timeout_s=1)
     runner = StubRunner(cards=0, approval=True)
     async with running(config, runner):
         task_id = cp.submit_task("nobody answers")

@@ -21,9 +21,10 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR, record_name
-from tests.support.daemon import FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import FaultProxy, StubRunner
 from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
-from tests.support.gateway import wait_until
+from tests.support.waits import eventually
 
 DISK_SIZE = "256k"  # room for the identity and the state file, little else
 
@@ -60,7 +61,7 @@ def degraded_state(state_dir: Path) -> bool:
 async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
         tmp_path: Path, small_disk: Path) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, state_dir=str(small_disk / "state"))
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, state_dir=str(small_disk / "state"))
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         async with running(config, StubRunner(cards=1)) as daemon:
             filler = fill(small_disk)
@@ -73,7 +74,7 @@ async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
             assert "degraded" in collect_status(config)["spool"]
             assert "spool degraded" in check_daemon(config)["detail"]
             filler.unlink()  # space is back: the retry puts the result on disk
-            await wait_until(lambda: not daemon.source.spool_degraded)
+            await eventually(lambda: not daemon.source.spool_degraded)
             assert record_name(task_id) in os.listdir(config.state_dir / SPOOL_DIR)
             proxy.faults.clear()  # the server is back
             task = await finished(cp, proxy, task_id)
@@ -84,7 +85,7 @@ async def test_a_full_disk_keeps_the_result_in_memory_and_delivers_it_later(
 async def test_journal_recovery_on_a_full_disk_does_not_stop_start_up(
         tmp_path: Path, small_disk: Path) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, state_dir=str(small_disk / "state"))
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, state_dir=str(small_disk / "state"))
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
         (config.state_dir / RUNNING_DIR).mkdir()
         orphan = config.state_dir / RUNNING_DIR / "tsk_orphan.json"  # a dead daemon's entry

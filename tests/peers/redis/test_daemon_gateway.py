@@ -14,7 +14,8 @@ from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway.registry import worker_online
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
 from tests.support.gateway import (
     ask,
     delta_text,
@@ -30,7 +31,7 @@ async def test_the_daemon_serves_the_gateway_and_the_control_plane_together(
     tmp_path: Path, redis_server,
 ) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, gateway__enabled=True,
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, gateway__enabled=True,
                              gateway__redis_url=redis_server.url)
         identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
                                      policy=BossApiRetry.fast())

@@ -22,8 +22,10 @@ from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
-from tests.support.daemon import WAIT_S, FaultProxy, make_config
-from tests.support.gateway import AGENT, record_of, sdk_redis, wait_until
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.gateway import AGENT, record_of, sdk_redis
+from tests.support.waits import eventually
 
 
 async def test_a_released_slot_goes_to_the_oldest_waiter_not_to_a_newcomer() -> None:
@@ -74,7 +76,7 @@ async def test_a_boss_task_waiting_in_line_for_a_slot_stops_waiting_when_cancell
     cancel = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
         waiting = tg.create_task(runs._slot_or_cancel(cancel))
-        await wait_until(lambda: slots.waiting == 1)
+        await eventually(lambda: slots.waiting == 1)
         cancel.set()
     assert waiting.result() is False
     assert slots.waiting == 0 and slots.used == 1
@@ -122,7 +124,8 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
 ) -> None:
     stream = f"byai_gateway:ctrl:agent_type:{AGENT}"
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, max_concurrent_tasks=1, gateway__enabled=True,
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path,
+                             max_concurrent_tasks=1, gateway__enabled=True,
                              gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
         # Work waits on both sources before the daemon starts: each grabs its own at once.
@@ -152,15 +155,15 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
         async with asyncio.TaskGroup() as tg:
             job = tg.create_task(daemon.run(ready))
             await asyncio.wait_for(ready.wait(), WAIT_S)
-            await wait_until(both_sources_settled)
+            await eventually(both_sources_settled)
             assert len(runner.active) == 1
             first = runner.active[0]
             runner.gate(first).set()
-            await wait_until(lambda: len(runner.runs) == 2 and runner.active)
+            await eventually(lambda: len(runner.runs) == 2 and runner.active)
             assert len(runner.active) == 1 and runner.active[0] != first
             runner.gate(runner.active[0]).set()
             await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
-            await wait_until(lambda: _completed(redis))
+            await eventually(lambda: _completed(redis))
             daemon.request_stop()
             await asyncio.wait_for(job, WAIT_S)
         await redis.aclose()

@@ -29,8 +29,8 @@ from tests.support.gateway import (
     running_gateway,
     sdk_client,
     sdk_redis,
-    wait_until,
 )
+from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.redis, pytest.mark.asyncio]
 
@@ -180,10 +180,10 @@ async def test_a_project_task_goes_only_to_a_worker_that_has_the_project(redis_s
         lease = json.loads(await redis.get("byai_gateway:registry:worker:online:w-web"))
         # Occupy w-web's only slot before w-api starts, so that w-api reads the next task.
         await ask(client, "s-p", "hold", "m-hold", extra_payload={"projectId": "web"})
-        await wait_until(lambda: any(t.task_id == "m-hold" for t in web.tasks))
+        await eventually(lambda: any(t.task_id == "m-hold" for t in web.tasks))
         w2, job2 = await _serve(_with_projects(redis_server.url, (AGENT,), {"api": tmp_path}), api, "w-api")
         await ask(client, "s-p", "build web", "m-web", extra_payload={"projectId": "web"})
-        await wait_until(lambda: w2.status["counts"].get("forwarded") == 1)
+        await eventually(lambda: w2.status["counts"].get("forwarded") == 1)
         await ask(client, "s-p", "build nothing", "m-none", extra_payload={"projectId": "mobile"})
         none = await read_events(redis, "s-p", "m-none")
         web.gate.set()
@@ -272,7 +272,7 @@ async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> Non
             pipe.xadd("byai_gateway:ctrl:worker:w1", {"data": json.dumps(command)})
         await pipe.execute()
         events = await read_events(redis, "s-twice", "m-twice")
-        await wait_until(lambda: gateway.status["counts"].get("skipped", 0) + gateway.status["counts"].get(
+        await eventually(lambda: gateway.status["counts"].get("skipped", 0) + gateway.status["counts"].get(
             "completed", 0) == 2)
         pending = await redis.xpending("byai_gateway:ctrl:worker:w1", "agent_engines")
     await redis.aclose()
@@ -290,7 +290,7 @@ async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_serv
     async with running_gateway(redis_server.url, runner, "w1") as gateway:
         await ask(sdk_client(redis), "s-wt", "hello", "m-wt")
         events = await read_events(redis, "s-wt", "m-wt")
-        await wait_until(lambda: gateway.status["ready"])
+        await eventually(lambda: gateway.status["ready"])
     await redis.aclose()
     assert events[-1].event_type == "appStreamResponse"
     assert [t.task_id for t in runner.tasks] == ["m-wt"]

@@ -17,8 +17,8 @@ from tests.support.gateway import (
     running_gateway,
     sdk_client,
     sdk_redis,
-    wait_until,
 )
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -99,7 +99,7 @@ async def test_a_cancel_of_a_suspended_task_declines_its_approval_and_closes_its
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner):
         await ask(client, "s1", "approve x", "msg-4")
-        await wait_until(lambda: _status_is(redis, "s1", "msg-4", "WAITING_USER"))
+        await eventually(lambda: _status_is(redis, "s1", "msg-4", "WAITING_USER"))
         assert (await client.cancel_task("msg-4", "s1", reason="never mind")).success
         events = await read_events(redis, "s1", "msg-4")
     assert runner.decisions["msg-4"] == "cancel"
@@ -160,7 +160,7 @@ async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_t
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w1"):
         await ask(client, "s1", "approve ok", "msg-f")
-        await wait_until(lambda: _status_is(redis, "s1", "msg-f", "WAITING_USER"))
+        await eventually(lambda: _status_is(redis, "s1", "msg-f", "WAITING_USER"))
         async with running_gateway(redis_server.url, ScriptRunner(), "w2") as other:
             # Routed straight to w2, which does not hold the task.
             await client.send_message(AGENT, "s1", "accept", action_type="RESUME", message_id="msg-f",

@@ -18,16 +18,10 @@ from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import wire
-from tests.support.daemon import WAIT_S, StubRunner, make_config
-from tests.support.gateway import (
-    AGENT,
-    ask,
-    read_events,
-    sdk_client,
-    sdk_redis,
-    start_until_ready,
-    wait_until,
-)
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, StubRunner
+from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis, start_until_ready
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
@@ -38,7 +32,8 @@ DEEP = {"data": "[" * 200_000}  # RecursionError in json.loads, not ValueError
 @asynccontextmanager
 async def running_daemon(tmp_path: Path, redis_url: str) -> AsyncIterator[Daemon]:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
-        config = make_config(tmp_path, cp.url, gateway__enabled=True, gateway__redis_url=redis_url)
+        config = make_config(tmp_path, server_url=cp.url, workspace=tmp_path,
+                             gateway__enabled=True, gateway__redis_url=redis_url)
         await pair_device(config.state_dir, cp.url, cp.create_pairing_code(),
                           policy=BossApiRetry.fast())
         daemon = Daemon(config, runner=StubRunner(cards=0), retry_policy=BossApiRetry.fast(),
@@ -69,7 +64,7 @@ async def test_a_deeply_nested_entry_is_poison_and_the_daemon_serves_the_next_as
             "message_id": "msg-types", "session_id": "s1", "trace_id": "t"},
             "body": {"content": "x", "extra_payload": {"attempt": 10 ** 400}}})})
         await _serves_next_ask(redis, "msg-ok")
-        await wait_until(lambda: daemon.gateway.status["counts"].get("poison", 0) >= 2)
+        await eventually(lambda: daemon.gateway.status["counts"].get("poison", 0) >= 2)
         daemon.write_state()
         state = read_state(daemon.config.state_dir)
         assert state["gateway_poison"] >= 2
@@ -82,7 +77,7 @@ async def test_an_entry_over_the_size_cap_is_poison_without_parsing(tmp_path: Pa
     async with running_daemon(tmp_path, redis_server.url) as daemon:
         # Valid JSON, so only the cap can make it poison.
         await redis.xadd(STREAM, {"data": json.dumps({"pad": "x" * wire.MAX_ENTRY_BYTES})})
-        await wait_until(lambda: daemon.gateway.status["counts"].get("poison", 0) == 1)
+        await eventually(lambda: daemon.gateway.status["counts"].get("poison", 0) == 1)
         await _serves_next_ask(redis, "msg-ok")
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
     await redis.aclose()
@@ -98,7 +93,7 @@ async def test_a_poison_entry_reclaimed_from_a_dead_peer_does_not_stop_the_daemo
     [(entry_id, _)] = (await redis.xrange(STREAM))
     await redis.xclaim(STREAM, GROUP, "ghost", 0, [entry_id], idle=10 ** 8)
     async with running_daemon(tmp_path, redis_server.url) as daemon:
-        await wait_until(lambda: daemon.gateway.status["counts"].get("reclaimed", 0) == 1)
+        await eventually(lambda: daemon.gateway.status["counts"].get("reclaimed", 0) == 1)
         await _serves_next_ask(redis, "msg-ok")
         assert daemon.gateway.status["counts"]["poison"] == 1
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0

@@ -9,16 +9,8 @@ import pytest
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.registry import worker_online
 from tests.peers.redis.test_gateway_reliability import GROUP, STREAM, _raw_ask
-from tests.support.gateway import (
-    ScriptRunner,
-    ask,
-    read_events,
-    record_of,
-    running_gateway,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
+from tests.support.gateway import ScriptRunner, ask, read_events, record_of, running_gateway, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 BUSY = 130  # more than one XPENDING page of a live worker's entries, oldest first
@@ -51,7 +43,7 @@ async def test_a_dead_workers_entries_behind_a_page_of_live_ones_are_all_reclaim
     # on its WATCH, which is not what this test is about.
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w1", max_concurrent=8) as gateway:
-        await wait_until(lambda: _all_completed(redis, dead_ids), timeout=60)
+        await eventually(lambda: _all_completed(redis, dead_ids), timeout=60)
         assert gateway.status["counts"]["reclaimed"] == DEAD
     assert sorted(runner.runs) == sorted(dead_ids)
     summary = await redis.xpending(STREAM, GROUP)
@@ -70,7 +62,7 @@ async def test_redis_losing_its_data_under_the_readers_and_the_reclaimer_is_not_
         await gateway.reclaimer.round(STREAM)  # one round, as the reclaim loop runs it
         # The readers may have recreated that group already; this stream has none at all.
         await gateway.reclaimer.round(keys.agent_type_stream("nobody_reads_this"))
-        await wait_until(lambda: worker_online(redis, "w1"))  # the heartbeat takes it again
+        await eventually(lambda: worker_online(redis, "w1"))  # the heartbeat takes it again
         await ask(sdk_client(redis), "s1", "echo still here", "msg-after")
         events = await read_events(redis, "s1", "msg-after")
     assert runner.runs == ["msg-after"] and events[-1].event_type == "appStreamResponse"

@@ -29,8 +29,8 @@ from tests.support.gateway import (
     running_gateway,
     sdk_client,
     sdk_redis,
-    wait_until,
 )
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
@@ -75,7 +75,7 @@ async def test_two_workers_on_one_stream_split_the_work_and_each_task_runs_once(
         await ask(client, "s1", "hold", "msg-h1")
         await ask(client, "s1", "hold", "msg-h2")
         # One slot each: while a worker holds one task the other must take the second.
-        await wait_until(lambda: len(runner.runs) == 2)
+        await eventually(lambda: len(runner.runs) == 2)
         owners = {(await record_of(redis, "s1", m))["worker_id"] for m in ("msg-h1", "msg-h2")}
         assert owners == {"w1", "w2"}
         runner.gate.set()
@@ -83,7 +83,7 @@ async def test_two_workers_on_one_stream_split_the_work_and_each_task_runs_once(
         for message_id in ids:
             await ask(client, "s1", "echo x", message_id)
         for message_id in ids:
-            await wait_until(lambda m=message_id: _status_done(redis, m))
+            await eventually(lambda m=message_id: _status_done(redis, m))
     assert sorted(runner.runs) == sorted(["msg-h1", "msg-h2", *ids])
 
 
@@ -99,7 +99,7 @@ async def test_a_task_of_a_killed_worker_is_reclaimed_and_reported_failed_not_re
     try:
         assert await asyncio.wait_for(child.stdout.readline(), WAIT_S) == b"ready\n"
         await ask(sdk_client(redis), "s1", "wait", "msg-k")
-        await wait_until(lambda: _status_is(redis, "msg-k", "RUNNING"))
+        await eventually(lambda: _status_is(redis, "msg-k", "RUNNING"))
     finally:
         child.send_signal(signal.SIGKILL)
         await child.wait()
@@ -145,7 +145,7 @@ async def test_own_pending_entries_are_recovered_at_start_by_the_same_rule(redis
         await read_events(redis, "s1", "msg-p1")
         await read_events(redis, "s1", "msg-p2")
         # Ordering: the closing events go out before the XACK, so wait for the ack too.
-        await wait_until(lambda: _no_pending(redis))
+        await eventually(lambda: _no_pending(redis))
     assert runner.runs == ["msg-p1"]
     assert (await record_of(redis, "s1", "msg-p2"))["error"]["code"] == "agent_restarted"
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
@@ -158,7 +158,7 @@ async def test_a_task_that_reached_a_terminal_state_is_never_run_twice(redis_ser
         await ask(sdk_client(redis), "s1", "echo once", "msg-once")
         await read_events(redis, "s1", "msg-once")
         await redis.xadd(STREAM, _raw_ask("msg-once", "echo once"))  # a replay
-        await wait_until(lambda: gateway.status["counts"].get("skipped") == 1)
+        await eventually(lambda: gateway.status["counts"].get("skipped") == 1)
     assert runner.runs == ["msg-once"]
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
 
@@ -170,13 +170,13 @@ async def test_a_redis_restart_mid_task_is_survived(redis_server):
         await ask(sdk_client(redis), "s1", "hold", "msg-r1")
         await asyncio.wait_for(runner.started_event("msg-r1").wait(), WAIT_S)
         redis_server.stop()
-        await wait_until(lambda: not gateway.status["connected"])
+        await eventually(lambda: not gateway.status["connected"])
         redis_server.start()  # same port, empty data set: groups, lease, membership gone
         runner.gate.set()
         events = await read_events(redis, "s1", "msg-r1")
         assert events[-1].event_type == "appStreamResponse"
         # The worker is back in the registry, so the SDK's FAIL_FAST routing finds it.
-        await wait_until(lambda: _online(redis))
+        await eventually(lambda: _online(redis))
         await ask(sdk_client(redis), "s1", "echo after", "msg-r2")
         await read_events(redis, "s1", "msg-r2")
     assert runner.runs == ["msg-r1", "msg-r2"]

@@ -26,18 +26,11 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, make_config
+from tests.support.config import make_config
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
 from tests.peers.codex.test_appserver_transports import Listener
-from tests.support.gateway import (
-    AGENT,
-    ask,
-    read_events,
-    record_of,
-    sdk_client,
-    sdk_redis,
-    wait_until,
-)
-from tests.support.runner import poll
+from tests.support.gateway import AGENT, ask, read_events, record_of, sdk_client, sdk_redis
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
 
@@ -53,7 +46,7 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
     tmp_path: Path, redis_server: RedisProcess,
 ) -> None:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        config = make_config(tmp_path, proxy.url, gateway__enabled=True,
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, gateway__enabled=True,
                              gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
         identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
                                      policy=FAST)
@@ -68,13 +61,13 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
             await redis.delete(control)
             await redis.set(control, "not a stream")
             # Main (before supervision) ends here: the gateway's error ends the daemon.
-            await wait_until(lambda: job.done() or _restarts(daemon) >= 2, WAIT_S)  # failed, again
+            await eventually(lambda: job.done() or _restarts(daemon) >= 2, WAIT_S)  # failed, again
             task_id = cp.submit_task("while the gateway is down")
             await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
             assert not job.done()
             boss_result = cp.task(task_id)["result"]
             await redis.delete(control)  # repaired: the next restart serves again
-            await wait_until(lambda: daemon.gateway.status["ready"], WAIT_S)
+            await eventually(lambda: daemon.gateway.status["ready"], WAIT_S)
             await ask(sdk_client(redis), "s1", "after the repair", "msg-back",
                       extra_payload={"intentCategory": "conversation_reply"})
             events = await read_events(redis, "s1", "msg-back", timeout=60)
@@ -95,7 +88,7 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
     try:
         await listener.ready()
         async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-            config = make_config(tmp_path, proxy.url, codex__bin=codex_bin,
+            config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin,
                                  codex__app_server_transport="ws",
                                  codex__app_server_url=listener.url, gateway__enabled=True,
                                  gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
@@ -116,9 +109,9 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
                 await asyncio.to_thread(scripted_model.wait_for_requests, 1, WAIT_S)
                 await redis.delete(control)
                 await redis.set(control, "not a stream")
-                ended = await poll(lambda: scripted_model.requests[0].stream_end != "pending"
+                ended = await eventually(lambda: scripted_model.requests[0].stream_end != "pending"
                                    and scripted_model.requests[0].stream_end, TURN_END_S)
-                record = await wait_until(lambda: _ended_record(redis, "msg-hang"), WAIT_S)
+                record = await eventually(lambda: _ended_record(redis, "msg-hang"), WAIT_S)
                 assert not job.done()
                 await redis.delete(control)
                 daemon.request_stop()
