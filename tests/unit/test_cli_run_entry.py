@@ -21,7 +21,7 @@ import pytest
 
 from boss_agent.cli.entry import run_options
 from boss_agent.daemon.statefile import status_snapshot
-from tests.support.gateway import wait_until
+from tests.support.waits import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 START_S = 60.0  # an unpaired daemon is up in a second or two; a loaded 2-core box is slower
@@ -56,7 +56,7 @@ async def test_the_running_daemon_never_imported_the_cli_framework_nor_websocket
         proc = subprocess.Popen(argv, cwd=REPO, env=_env(tmp_path),  # noqa: ASYNC220 - returns at once
                                 stdout=subprocess.DEVNULL, stderr=err, text=True)
     try:
-        await wait_until(lambda: _waiting(tmp_path, proc), timeout=START_S)
+        await eventually(lambda: _waiting(tmp_path, proc), timeout=START_S)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=EXIT_S)
