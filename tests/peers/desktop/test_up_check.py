@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.peers.codex.test_doctor import REPO, base_env
+from tests.conftest import REPO
+from tests.peers.codex.test_doctor import base_env
 from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
 
 pytestmark = [pytest.mark.codex, pytest.mark.desktop]
