@@ -30,12 +30,7 @@ import httpx
 from boss_agent.appserver import auth
 from boss_agent.appserver.child import ChildProcess, spawn_app_server
 from boss_agent.appserver.rpc import Dispatcher, RequestId
-from boss_agent.appserver.transports import (
-    StdioTransport,
-    Transport,
-    open_unix,
-    open_websocket,
-)
+from boss_agent.appserver.transports import StdioTransport, Transport
 from boss_agent.config import CodexSettings
 from boss_agent.errors import (
     AppServerError,
@@ -156,7 +151,7 @@ class Connector:
         try:
             return await self._open_remote(kind)
         except (AuthRejected, AppServerUnavailable) as exc:
-            # AuthRejected carries only codex's fixed reason (transports.CODEX_AUTH_REASONS).
+            # AuthRejected carries only codex's fixed reason (websocket.CODEX_AUTH_REASONS).
             reason = str(exc) if isinstance(exc, AuthRejected) else sanitize_text(str(exc), limit=200)
             logger.warning("codex app-server over %s unavailable (%s); falling back to stdio",
                            kind, reason)
@@ -220,6 +215,8 @@ class Connector:
 
 async def dial(url: str, bearer: str | None) -> Transport:
     """Connect to ``ws://``/``wss://`` or ``unix:///path`` with an optional bearer."""
+    from boss_agent.appserver.websocket import open_unix, open_websocket  # only a dialing daemon loads websockets
+
     headers = auth.authorization_headers(bearer)
     if url.startswith("unix://"):
         return await open_unix(Path(urlsplit(url).path), headers)

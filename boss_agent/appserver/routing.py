@@ -111,6 +111,9 @@ class ServerRequest:
         return f"ServerRequest(method={self.method!r}, answered={self._answered})"
 
 
+# The notifications ``ThreadListener.adopt`` acts on; it ignores every other method.
+ADOPTING_METHODS = frozenset({"thread/started", "turn/started", "item/started", "item/completed"})
+
 Delivery = Notification | ServerRequest
 _CLOSED = object()
 
@@ -218,8 +221,12 @@ class Router:
             thread = note.params.get("thread")
             thread_id = thread.get("id") if isinstance(thread, dict) else None
         fan_out = thread_id is None and note.method in CONNECTION_METHODS
+        # Only these can name a new thread; skipping the rest keeps an answer delta from
+        # visiting every listener's adoption rules (N tasks at once: N calls per delta).
+        adopting = note.method in ADOPTING_METHODS
         for listener in self._listeners:
-            listener.adopt(note)  # before delivery: a child's first request may follow at once
+            if adopting:
+                listener.adopt(note)  # before delivery: a child's first request may follow at once
             if fan_out or listener.wants(thread_id):
                 listener.put(note)
 

@@ -151,15 +151,9 @@ def unpair() -> None:
 @app.command()
 def run() -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
-    from boss_agent.daemon.runtime import Daemon
-    from boss_agent.logs import setup_logging
+    from boss_agent.cli.entry import start_daemon
 
-    def start() -> None:
-        config = build_config()
-        setup_logging(config.log_level, config.state_dir / "logs")
-        asyncio.run(Daemon(config).run())
-
-    guarded(start)
+    guarded(lambda: start_daemon(G.config_path))
 
 
 @app.command()

@@ -19,13 +19,8 @@ from typing import Any
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
+from boss_agent.cli.exits import EXIT_INTERRUPTED, failure
 from boss_agent.config import Config, load_config
-from boss_agent.errors import BossAgentError, ConfigError
-from boss_agent.redact import mask_secrets
-
-EXIT_FAILED = 1
-EXIT_CONFIG = 2
-EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C
 
 
 class Globals:
@@ -38,33 +33,20 @@ class Globals:
 G = Globals()
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"boss-agent: {mask_secrets(message)}", err=True)
-    return typer.Exit(code)
-
-
 def guarded[T](fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn errors into one clean line on stderr and an exit code."""
+    """Run ``fn``; turn errors into one clean line on stderr and an exit code (cli/exits.py)."""
     try:
         return fn()
     except (Exit, Abort, TyperException):
         raise  # typer's own exits and usage errors keep their codes
-    except ConfigError as exc:
-        if G.debug:
-            raise
-        raise _fail(f"config error: {exc}", EXIT_CONFIG) from None
-    except BossAgentError as exc:
-        if G.debug:
-            raise
-        raise _fail(str(exc), EXIT_FAILED) from None
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:  # a bug: still one line, the traceback behind --debug
+    except Exception as exc:
         if G.debug:
             raise
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        raise _fail(f"internal error: {exc.__class__.__name__}: {detail} (run with --debug for "
-                    "the traceback)", EXIT_FAILED) from None
+        line, code = failure(exc)
+        typer.echo(line, err=True)
+        raise typer.Exit(code) from None
 
 
 def quiet_logs() -> None:

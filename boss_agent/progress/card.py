@@ -198,6 +198,9 @@ class BackgroundAgent:
     source: str
 
 
+_new = object.__new__
+_set = object.__setattr__  # a frozen dataclass refuses its own __setattr__
+
 # Record fields that are bookkeeping, never part of the wire shape.
 _PRIVATE = frozenset({"key", "request_key", "item_key", "resolved", "streaming"})
 _RENAMED = {"from_": "from"}
@@ -248,9 +251,22 @@ class Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
         if "status" in changes and changes["status"] != self.status:
             TASK.check(self.status, changes["status"])  # an impossible card is a bug: raise
-        new = object.__new__(Card)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
+        # A copy of the state dict handed over whole: half the cost of filling the new
+        # instance's own dict key by key, and this runs for every message of a turn.
+        state = self.__dict__.copy()
+        state.update(changes)
+        new = _new(Card)
+        _set(new, "__dict__", state)
+        return new
+
+    def streamed(self, answer: str, at: str | int | None) -> Card:
+        """``evolve(answer=answer, updatedAt=at)`` for the hot path, an answer delta:
+        no status can change, so no keyword dict and no transition check."""
+        state = self.__dict__.copy()
+        state["answer"] = answer
+        state["updatedAt"] = at
+        new = _new(Card)
+        _set(new, "__dict__", state)
         return new
 
     def to_dict(self) -> dict[str, Any]:
@@ -295,24 +311,61 @@ def _clean(value: str, workdir: str | None, limit: int = FIELD_CHARS) -> str:
     return sanitize_text(value, workdir=workdir, limit=limit)
 
 
-@lru_cache(maxsize=SANITIZE_CACHE)
-def _record_items(record: Any, workdir: str | None) -> tuple[tuple[str, Any], ...]:
-    """A record's wire items, once per record: records are immutable and most of them
-    (steps, finished tools, files) are unchanged from one upload to the next."""
-    return tuple((_RENAMED.get(name, name), _plain(getattr(record, name), workdir))
-                 for name in record.__slots__ if name not in _PRIVATE)
+# The wire form of records and tuples of records, by identity. Cards are immutable and
+# ``evolve`` shares every unchanged field, so from one upload to the next the same tuple
+# object comes back: looking it up by ``id`` skips hashing (a frozen dataclass hashes all
+# its fields, recursively) and rebuilding it. Each entry holds its value, so its ``id``
+# cannot be reused by another object while the entry lives.
+_WIRE: dict[int, tuple[Any, str | None, Any, bool]] = {}
+
+
+def _wire(value: Any, workdir: str | None) -> tuple[Any, bool]:
+    """The sanitized wire form of a record or a tuple, built once per object, and
+    whether it is flat (a dict of scalars, or a list of scalars and such dicts)."""
+    hit = _WIRE.get(id(value))
+    if hit is not None and hit[0] is value and hit[1] == workdir:
+        return hit[2], hit[3]
+    if isinstance(value, tuple):
+        wire: Any = [_plain(v, workdir) for v in value]
+        flat = all(type(v) is not list and (type(v) is not dict or _is_flat(v)) for v in wire)
+    else:
+        wire = {_RENAMED.get(name, name): _plain(getattr(value, name), workdir)
+                for name in value.__slots__ if name not in _PRIVATE}
+        flat = _is_flat(wire)
+    if len(_WIRE) >= SANITIZE_CACHE:
+        _WIRE.clear()  # cheaper than LRU bookkeeping; the live cards refill it in one upload
+    _WIRE[id(value)] = (value, workdir, wire, flat)
+    return wire, flat
+
+
+def _is_flat(record: dict[str, Any]) -> bool:
+    return not any(type(v) in (list, dict) for v in record.values())
+
+
+def _fresh(wire: Any) -> Any:
+    """A deep copy of a cached wire form's lists and dicts: callers may change it."""
+    if type(wire) is list:
+        return [_fresh(v) for v in wire]
+    if type(wire) is dict:
+        return {k: _fresh(v) for k, v in wire.items()}
+    return wire
 
 
 def _plain(value: Any, workdir: str | None) -> Any:
     """Records to dicts, tuples to lists, every string through the sanitizer."""
-    if isinstance(value, str):
+    if type(value) is str or isinstance(value, str):
         return _clean(value, workdir)
-    if isinstance(value, tuple):
-        return [_plain(v, workdir) for v in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
+    if type(value) is tuple and not value:
+        return []
     # Fresh dicts (and lists) every time: callers may change what they get.
-    return {k: list(v) if isinstance(v, list) else v for k, v in _record_items(value, workdir)}
+    wire, flat = _wire(value, workdir)
+    if not flat:
+        return _fresh(wire)
+    if type(wire) is dict:
+        return wire.copy()
+    return [v.copy() if type(v) is dict else v for v in wire]
 
 
 def answer_preview(card: Card) -> str | None:

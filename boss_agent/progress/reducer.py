@@ -290,7 +290,8 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         # The hot path: nine in ten messages of a task are answer deltas (bench_card.py).
         delta = params.get("delta")
         if type(delta) is str:
-            return card.evolve(answer=grow_answer(card.answer, delta), updatedAt=_at(message, card))
+            at = message.get("emittedAtMs")
+            return card.streamed(grow_answer(card.answer, delta), at if type(at) is int else card.updatedAt)
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
     try:

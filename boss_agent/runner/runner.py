@@ -52,6 +52,9 @@ class Runner:
         if codex_home is not None:
             self.env["CODEX_HOME"] = str(codex_home)
         self._gh_status: str | None = None
+        # Tasks finishing together would each find the status unknown and each spawn
+        # `gh auth status` (a round trip to GitHub); the first probes, the rest wait for it.
+        self._gh_lock = asyncio.Lock()
         self._capabilities: dict[str, Any] | None = None
         self._codex_computer_use = False
 
@@ -280,8 +283,9 @@ class Runner:
     async def _branch_facts(self, workdir: Path) -> dict[str, Any] | None:
         if not gitfacts.has_own_git(workdir):
             return None  # not a repository: neither git nor gh is worth a spawn
-        if self._gh_status is None:
-            self._gh_status = await gitfacts.github_cli()
+        async with self._gh_lock:
+            if self._gh_status is None:
+                self._gh_status = await gitfacts.github_cli()
         return await gitfacts.branch_facts(workdir, self._gh_status)
 
     async def _finish(self, feed: CardFeed, result: TaskResult, ctx: RunContext | None) -> TaskResult:

@@ -12,8 +12,12 @@ class GatewayTiming:
     # The SDK's values: clients call a worker offline once its lease has expired.
     lease_ttl_s: int = keys.DEFAULT_LEASE_TTL_S
     heartbeat_s: float = keys.DEFAULT_HEARTBEAT_S
-    # A finite block keeps reads responsive to cancellation and to lost connections.
-    read_block_ms: int = 1000
+    # A finite block keeps reads responsive to lost connections. Each idle read is a
+    # round trip through redis-py for each of the two read loops: 3 s instead of 1 s
+    # cuts the idle daemon's gateway CPU to a third (bench row 6b). Not longer: the
+    # socket timeout is the block plus slack, and a hung lease refresh must time out
+    # and be retried before the lease expires (test_gateway_timing.py).
+    read_block_ms: int = 3000
     # How often to look for entries of dead workers; a dead worker's lease needs
     # lease_ttl_s to expire anyway, so polling faster gains little.
     reclaim_interval_s: float = 5.0
