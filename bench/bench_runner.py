@@ -333,7 +333,7 @@ async def exec_task(env: Env) -> float:
 
 async def reuse(samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
     model = Model()
-    warm_start, warm_whole, spawn_start, spawn_whole, execs = [], [], [], [], []
+    warm_start, warm_whole, spawn_start, spawn_whole, execs, bare = [], [], [], [], [], []
     with environment(model) as env:
         async with env.app_server() as app:
             runner = env.runner(app)
@@ -347,12 +347,14 @@ async def reuse(samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
                 spawn_start.append(to_turn)
                 spawn_whole.append(whole)
                 execs.append(await exec_task(env))
+                bare.append(await _wall(lambda: bare_turn(app, env)))  # the floor: no boss-agent at all
     result = {"warm_start_ms": _ms(warm_start), "spawn_start_ms": _ms(spawn_start),
               "warm_task_ms": _ms(warm_whole), "spawn_task_ms": _ms(spawn_whole),
-              "exec_task_ms": _ms(execs), "samples": samples}
+              "exec_task_ms": _ms(execs), "bare_task_ms": _ms(bare), "samples": samples}
     result["start_ratio"] = round(result["warm_start_ms"] / result["spawn_start_ms"], 3)
     result["start_speedup"] = round(result["spawn_start_ms"] / result["warm_start_ms"], 1)
     result["exec_ratio"] = round(result["warm_task_ms"] / result["exec_task_ms"], 3)
+    result["bare_exec_ratio"] = round(result["bare_task_ms"] / result["exec_task_ms"], 3)
     return result
 
 
