@@ -20,17 +20,14 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.runner import Runner
-from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.daemon import WAIT_S, FaultProxy, paired_daemon
 from tests.support.gateway import AGENT, read_events, delta_text
 from tests.support.gateway import FAST as GATEWAY_TIMING
 
-FAST = BossApiRetry.fast()
 TURN_WAIT_S = 60  # parent, child and an approval round trip on a loaded 2-core box
 FINAL = ("completed", "failed", "cancelled")
 
@@ -130,15 +127,5 @@ async def daemon_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path,
                           **config: Any) -> AsyncIterator[DaemonOnCodex]:
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
         settings = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, **config)
-        await pair_device(settings.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
-        daemon = Daemon(settings, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
-            try:
-                yield DaemonOnCodex(cp, proxy, daemon)
-            finally:
-                daemon.request_stop()
-                await asyncio.wait_for(job, WAIT_S)
+        async with paired_daemon(settings, proxy.url, cp.create_pairing_code(), codex_home) as (daemon, _):
+            yield DaemonOnCodex(cp, proxy, daemon)
