@@ -30,9 +30,12 @@ from boss_agent.controlplane.wire import (
 from boss_agent.errors import ControlPlaneError
 from boss_agent.lifecycles import TERMINAL, TaskStatus
 
-# Loopback heartbeats are cheap, and a cancel of a task that waits on an approval reaches
-# the device only through them (the approval poll carries no cancel): 5 s, not 15.
-HEARTBEAT_INTERVAL_MS = 5_000
+# An idle device has nothing to cancel: the contract's 15 s spares it wake-ups. While it
+# runs a task, a cancel of a task that waits on an approval reaches the device only
+# through a heartbeat (the approval poll carries no cancel), so then 5 s. The device
+# beats at once when its running tasks change, so it switches without delay.
+HEARTBEAT_INTERVAL_MS = 15_000
+BUSY_HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_CLAIM_WAIT_MS = 25_000
 DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
@@ -83,7 +86,9 @@ async def heartbeat(request: web.Request) -> web.Response:
     if body.get("maxConcurrentTasks") is not None:
         need_int(body, "maxConcurrentTasks", 0, MAX_SLOTS)
     cancel_ids = request.app[CORE_KEY].heartbeat(device_id, body)
-    return web.json_response({"heartbeatIntervalMs": HEARTBEAT_INTERVAL_MS, "cancelTaskIds": cancel_ids})
+    busy = bool(body.get("runningTaskIds")) or bool(cancel_ids)
+    interval = BUSY_HEARTBEAT_INTERVAL_MS if busy else HEARTBEAT_INTERVAL_MS
+    return web.json_response({"heartbeatIntervalMs": interval, "cancelTaskIds": cancel_ids})
 
 
 @routes.post("/api/v1/master-agent/tasks/claim")

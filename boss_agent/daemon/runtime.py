@@ -53,7 +53,7 @@ from boss_agent.daemon.reload import log_reload, plan_reload
 from boss_agent.sources.slots import Slots
 from boss_agent.daemon.supervise import SourceSupervisor
 from boss_agent.sources.boss import BossSource, BossApiRetry
-from boss_agent.daemon.statefile import write_state
+from boss_agent.daemon.statefile import StateWriter
 from boss_agent.daemon.sysinfo import system_facts
 from boss_agent.sources.contract import TaskSource
 from boss_agent.sources.inflight import RunRegistry
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # imported at run time only when used: a Boss-only daemon loa
 
 logger = logging.getLogger(__name__)
 
-STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale
+STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale (written only on a change)
 DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
 CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
 SOURCE_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
@@ -119,6 +119,7 @@ class Daemon:
         self.discovery: dict[str, Any] | None = None
         self.runner_caps: dict[str, Any] = dict(_NO_CAPS)
         self.started_at = utc_now()
+        self.state_file = StateWriter(config.state_dir)
         self.phase = DaemonPhase.STARTING
 
     def _enter(self, phase: DaemonPhase) -> None:
@@ -202,15 +203,15 @@ class Daemon:
             state.setdefault("device_id", self.device_id)
         return state
 
-    def write_state(self) -> None:
+    def write_state(self, *, force: bool = True) -> None:
         try:
-            write_state(self.config.state_dir, self.state())
+            self.state_file.write(self.state(), force=force)
         except StateError as exc:
             logger.warning("%s", exc)
 
     async def _state_loop(self) -> None:
         while True:
-            self.write_state()
+            self.write_state(force=False)
             await asyncio.sleep(STATE_WRITE_S)
 
     # --------------------------------------------------------------- run

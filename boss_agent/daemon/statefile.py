@@ -1,8 +1,9 @@
 """The small state file the running daemon keeps current: ``state_dir/state.json``.
 
-``boss-agent status`` reads it without talking to the daemon. The daemon rewrites
-it whenever something a user would ask about changes (a heartbeat, a task starting
-or ending, a report spooled). It is written atomically (a temp file in the same
+``boss-agent status`` reads it without talking to the daemon. The daemon checks it
+every few seconds and rewrites it when something a user would ask about changed (a
+heartbeat, a task starting or ending, a report spooled), and at least once a minute
+so ``updated_at`` shows a live daemon (``StateWriter``). It is written atomically (a temp file in the same
 directory, then ``rename``) with mode 0600, so a reader never sees half a file.
 
 Redaction lives in the type: only the keys in ``STATE_KEYS`` may be written, and
@@ -17,7 +18,8 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from boss_agent.timefmt import utc_now
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "state.json"
+STATE_REFRESH_S = 60.0  # an unchanged state is rewritten this often (updated_at: alive)
 
 # key -> meaning. Times are ISO 8601 UTC strings ("2026-11-30T03:48:17Z").
 STATE_KEYS: Mapping[str, str] = {
@@ -107,6 +110,32 @@ def write_state(state_dir: Path, state: Mapping[str, Any]) -> dict[str, Any]:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not _overwrite(directory / STATE_FILE, text):
             raise StateError(f"cannot write {directory / STATE_FILE}: {exc.strerror}") from exc
     return data
+
+
+class StateWriter:
+    """``write_state`` for a loop that checks often: a write only when the state changed.
+
+    An unchanged state is rewritten every ``refresh_s`` (``updated_at`` tells ``status``
+    the daemon is alive), and a failed write is tried again at the next check.
+    """
+
+    def __init__(self, state_dir: Path, refresh_s: float = STATE_REFRESH_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.state_dir = state_dir
+        self.refresh_s = refresh_s
+        self.clock = clock
+        self._written: Mapping[str, Any] | None = None
+        self._written_at = 0.0
+
+    def write(self, state: Mapping[str, Any], *, force: bool = False) -> bool:
+        """Write ``state`` if it changed, is stale or ``force``; True when it was written."""
+        now = self.clock()
+        if not force and state == self._written and now - self._written_at < self.refresh_s:
+            return False
+        self._written = None  # until this write succeeds
+        write_state(self.state_dir, state)
+        self._written, self._written_at = dict(state), now
+        return True
 
 
 def _overwrite(path: Path, text: str) -> bool:

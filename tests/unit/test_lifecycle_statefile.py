@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.errors import StateError
 from boss_agent.daemon.statefile import (
     STATE_FILE,
+    StateWriter,
     daemon_running,
     read_state,
     status_snapshot,
@@ -103,3 +105,38 @@ def test_status_after_a_crash_says_stopped_and_running_nothing(tmp_path: Path):
     assert snapshot["state"] == "stopped"
     assert snapshot["running_task_ids"] == []
     assert snapshot["device_id"] == "dev_123"  # the last known facts stay visible
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_writer_rewrites_only_a_changed_state_or_a_stale_file(tmp_path: Path):
+    """An idle daemon checks its state every few seconds; a disk write each time would be
+    most of its idle CPU. Unchanged state is rewritten only every ``refresh_s``, so
+    ``updated_at`` still shows a live daemon."""
+    clock = ManualClock()
+    writer = StateWriter(tmp_path, refresh_s=60.0, clock=clock)
+    assert writer.write(SAMPLE) is True
+    first = (tmp_path / STATE_FILE).stat().st_ino
+    clock.now += 59.0
+    assert writer.write(dict(SAMPLE)) is False  # equal, and not stale yet: no write
+    assert (tmp_path / STATE_FILE).stat().st_ino == first
+    assert writer.write({**SAMPLE, "running_task_ids": ["t1"]}) is True  # changed: written at once
+    assert read_state(tmp_path)["running_task_ids"] == ["t1"]
+    clock.now += 60.0
+    assert writer.write({**SAMPLE, "running_task_ids": ["t1"]}) is True  # unchanged but stale
+    assert writer.write({**SAMPLE, "running_task_ids": ["t1"]}, force=True) is True
+
+
+def test_a_failed_write_is_retried_at_the_next_check(tmp_path: Path):
+    writer = StateWriter(tmp_path / "file", refresh_s=60.0, clock=ManualClock())
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(StateError):
+        writer.write(SAMPLE)
+    (tmp_path / "file").unlink()
+    assert writer.write(SAMPLE) is True

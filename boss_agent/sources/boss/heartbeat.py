@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 MIN_HEARTBEAT_INTERVAL_S = 1.0  # a server asking for less is not obeyed (it would be a DoS)
 MAX_HEARTBEAT_INTERVAL_S = 300.0  # and more would make the device look dead
-CLOCK_TICK_S = 2.0  # how often the wall/monotonic drift is sampled
+CLOCK_TICK_S = 5.0  # how often the wall/monotonic drift is sampled (half the jump below)
 SUSPEND_JUMP_S = 10.0  # a drift larger than this is a suspend, not NTP slewing
 
 

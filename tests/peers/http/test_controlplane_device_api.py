@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.controlplane.api import HEARTBEAT_INTERVAL_MS
+from boss_agent.controlplane.api import BUSY_HEARTBEAT_INTERVAL_MS, HEARTBEAT_INTERVAL_MS
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import FakeClock, error_code, pair
@@ -66,6 +66,17 @@ async def test_an_unexpected_failure_is_a_500_with_the_contract_error_body(http,
     response = await device.heartbeat()
     assert response.status_code == 500 and error_code(response) == "internal_error"
     assert "Traceback" not in response.text
+
+
+async def test_an_idle_device_is_asked_for_the_contract_interval_and_a_busy_one_for_a_short_one(http, plane):
+    """Nothing to cancel on an idle device: 15 s (the contract's value) spares it wake-ups.
+    A device running a task beats every 5 s, so a cancel of a task that waits on an
+    approval (which only a heartbeat carries) reaches it soon."""
+    device = await pair(http, plane)
+    assert HEARTBEAT_INTERVAL_MS == 15_000 and BUSY_HEARTBEAT_INTERVAL_MS == 5_000
+    assert (await device.heartbeat(runningTaskIds=[])).json()["heartbeatIntervalMs"] == 15_000
+    assert (await device.heartbeat(runningTaskIds=["tsk_1"])).json()["heartbeatIntervalMs"] == 5_000
+    assert (await device.heartbeat()).json()["heartbeatIntervalMs"] == 15_000
 
 
 async def test_a_heartbeat_is_stored_with_its_capabilities_and_shown_to_the_page(http, plane, local):
