@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from boss_agent.aio import race
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
 from boss_agent.config import Config
 from boss_agent.errors import (
     AppServerError,
     AppServerUnavailable,
+    ConnectionClosed,
     TaskFailed,
     TaskRejected,
     TurnNotStarted,
@@ -37,8 +39,13 @@ from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from boss_agent.appserver.client import AppServer
+    from boss_agent.appserver.methods import AppServerClient
 
 logger = logging.getLogger(__name__)
+
+# codex dying under a thread/start or thread/resume leaves nothing run: the task waits
+# for the supervisor's restart and tries once more there before any fallback.
+APP_SERVER_ATTEMPTS = 2
 
 
 class Runner:
@@ -212,16 +219,33 @@ class Runner:
         return await self._exec(ctx, overrides=cua.exec_overrides(binary))
 
     async def _turn_with_fallback(self, ctx: RunContext) -> TaskResult:
-        try:
-            client = await self.app.client()
-            outcome = await AppServerTurn(ctx, client).run()
-            return self._result(ctx, outcome, "app_server")
-        except (AppServerUnavailable, TurnNotStarted) as exc:
-            cause = exc.cause if isinstance(exc, TurnNotStarted) else exc
-            logger.info("app-server failed before the turn (%s)", cause.__class__.__name__)
+        for attempt in range(1, APP_SERVER_ATTEMPTS + 1):
+            try:
+                client = await self._restarted_client(ctx) if attempt > 1 else await self.app.client()
+                outcome = await AppServerTurn(ctx, client).run()
+                return self._result(ctx, outcome, "app_server")
+            except (AppServerUnavailable, TurnNotStarted) as exc:
+                cause = exc.cause if isinstance(exc, TurnNotStarted) else exc
+                logger.info("app-server failed before the turn (%s)", cause.__class__.__name__)
+                if not isinstance(cause, ConnectionClosed) or ctx.cancel.is_set():
+                    break
+                # Only thread/start or thread/resume can have failed this way (a lost
+                # turn/start is app_server_lost): no turn was sent, nothing ran.
+                ctx.thread_id = ctx.task.codex_thread_ref
+        if ctx.cancel.is_set():
+            return TaskResult("cancelled", error_code="cancelled",
+                              error_message="the task was cancelled before it started")
         if "exec" not in self.config.codex.fallback:
             raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
         return await self._exec(ctx)
+
+    async def _restarted_client(self, ctx: RunContext) -> AppServerClient:
+        """The client of the restarted app-server (``AppServer.client`` waits for the
+        restart in progress, bounded); a cancel ends the wait."""
+        client, _ = await race(self.app.client(), ctx.cancel.wait())
+        if client.cancelled():
+            raise TurnNotStarted(AppServerUnavailable("cancelled while codex restarted"))
+        return client.result()
 
     async def _check_exec_allowed(self, ctx: RunContext) -> None:
         if ctx.policy.approval_policy != "never":

@@ -11,6 +11,7 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
+from boss_agent.appserver.methods import AppServerClient
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
 from tests.support.config import make_config
@@ -85,4 +86,36 @@ async def test_an_app_server_lost_after_the_turn_started_fails_the_task_and_neve
     assert result.status == "failed" and result.error_code == "app_server_lost"
     assert result.backend == "app_server" and result.fallback_from is None
     assert len(scripted_model.requests) == 1
+    assert all(r.headers.get("originator") != "codex_exec" for r in scripted_model.requests)
+
+
+async def test_an_app_server_lost_before_the_turn_is_waited_for_and_the_task_runs_on_its_restart(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """codex dies while thread/start is in flight (seen under the chaos schedule): no turn
+    was sent, so the runner waits for the supervisor's restart and runs the task there,
+    instead of failing it (exec cannot ask under on-request) or handing it to exec."""
+    config = make_config(tmp_path, codex_bin)  # approval policy on-request: exec may not run it
+    scripted_model.enqueue(sm.text_reply("answered after the restart"))
+    original = AppServerClient.thread_start
+    killed: list[int] = []
+
+    async def dies_under_the_first_thread_start(self: AppServerClient, **params: Any) -> dict[str, Any]:
+        if not killed:
+            for proc in _app_server_processes():  # the real codex child, SIGKILL
+                killed.append(proc.pid)
+                proc.kill()
+        return await original(self, **params)
+
+    monkeypatch.setattr(AppServerClient, "thread_start", dies_under_the_first_thread_start)
+    async with AppServer.from_config(config, codex_home=codex_home) as app:
+        runner = Runner(config, app, codex_home=codex_home)
+        result = await runner.run(Task("t-restart", "job"), Sink(), asyncio.Event())
+        restarts = app.restarts
+    assert killed
+    assert result.status == "completed", result
+    assert restarts == 1
+    assert (result.backend, result.fallback_from) == ("app_server", None)
+    assert result.result_text == "answered after the restart"
+    assert len(scripted_model.requests) == 1  # one turn, on the restarted app-server
     assert all(r.headers.get("originator") != "codex_exec" for r in scripted_model.requests)
