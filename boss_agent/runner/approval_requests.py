@@ -21,18 +21,20 @@ import asyncio
 import hashlib
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boss_agent.appserver.protocol import (
-    AdditionalFileSystemPermissions,
-    RequestPermissionProfile,
-    ToolRequestUserInputQuestion,
-)
 from boss_agent.jsonshape import mapping
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
 from boss_agent.runner.feed import CardFeed
 from boss_agent.tasks import ApprovalRequest, TaskSink
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.protocol import (
+        AdditionalFileSystemPermissions,
+        RequestPermissionProfile,
+        ToolRequestUserInputQuestion,
+    )
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from boss_agent.appserver.protocol import McpServerStartupState, ThreadItem, Turn
 from boss_agent.appserver.routing import Notification, ThreadListener
 from boss_agent.errors import (
     AppServerError,
@@ -40,6 +39,7 @@ from boss_agent.runner.subagents import SubAgents
 from boss_agent.tasks import Status
 
 if TYPE_CHECKING:
+    from boss_agent.appserver.protocol import McpServerStartupState, ThreadItem, Turn
     from boss_agent.appserver.methods import AppServerClient
 
 logger = logging.getLogger(__name__)
