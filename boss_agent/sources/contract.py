@@ -13,6 +13,10 @@ control plane over HTTP (``sources.boss``) and the Redis Streams gateway
   cancel for a running one still works. The daemon then cancels the registry's runs
   (every turn is interrupted on the app-server and ends ``cancelled``).
 * ``close()`` runs once after the drain: deliver what is still pending, bounded.
+
+A fleet's ``ThreadRegistry`` (the gateway's ``Fleet``) is where the device publishes
+the Codex threads it holds, whichever source started them; the ``RunRegistry`` relays
+a source's threads to it while a gateway is up.
 """
 
 from __future__ import annotations
@@ -32,3 +36,11 @@ class TaskSource(Protocol):
 
     async def close(self) -> None:
         """After the drain: a bounded last delivery of results; release resources."""
+
+
+class ThreadRegistry(Protocol):
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """This device holds ``thread_ref``, and ``turn_id`` runs on it now."""
+
+    async def task_ended(self, thread_ref: str | None, turn_id: str | None) -> None:
+        """The turn is over; the thread stays here (its rollout is on this device)."""

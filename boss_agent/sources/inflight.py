@@ -22,6 +22,11 @@ Ordering the registry takes care of:
   them (each runner interrupts its turn on the app-server, which may not be ours and
   would otherwise go on) and waits a bounded time before the source's task group
   cancels what is left.
+* **Threads for the fleet.** While a gateway is up it sets ``threads``; another
+  source's runs tell it their threads and live turns through ``publish_turn`` and
+  ``publish_end``, so Redis can follow up a thread the Boss source started. Publishing
+  never delays a run: it happens in the background, in order, bounded, and a failure
+  is only logged.
 * **The runner-raised guard.** ``call_runner`` turns an exception from the runner
   (which promises not to raise) into a ``failed`` ``internal_error`` result, so one
   task fails and neither its source nor the daemon does.
@@ -32,10 +37,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from boss_agent.sources.contract import ThreadRegistry
 from boss_agent.sources.slots import Slots
 from boss_agent.redact import sanitize_text
 from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
@@ -45,6 +51,7 @@ logger = logging.getLogger(__name__)
 CANCELLED = "cancelled"  # the reason of a cancel that gave none
 SOURCE_FAILED = "source_restart"  # the reason of a cancel because the task's source failed
 WIND_DOWN_S = 10.0  # a failing source's runners get this long to interrupt their turns
+PUBLISH_TIMEOUT_S = 10.0  # one thread publication to the fleet (Redis down: given up)
 
 Key = tuple[str, str]  # (source name, task id): ids of different sources never collide
 
@@ -86,6 +93,8 @@ class RunRegistry:
         self.changed = asyncio.Event()  # a run ended or a slot was handed back
         self._idle = asyncio.Event()
         self._idle.set()
+        self.threads: ThreadRegistry | None = None  # the gateway's fleet, while it is up
+        self._published: asyncio.Future[None] | None = None  # the last publication queued
 
     def __repr__(self) -> str:
         return f"RunRegistry(runs={len(self._runs)}, starting={len(self._starting)}, {self.slots!r})"
@@ -194,6 +203,34 @@ class RunRegistry:
                 while self.count(source):
                     self.changed.clear()
                     await self.changed.wait()
+
+    # ------------------------------------------------------------------ the fleet
+
+    def publish_turn(self, thread_ref: str, turn_id: str) -> None:
+        """A run's turn started: its thread and live turn are this device's."""
+        self._publish(lambda threads: threads.turn_started(thread_ref, turn_id))
+
+    def publish_end(self, thread_ref: str | None, turn_id: str | None) -> None:
+        """A run ended: its turn is over, its thread stays here."""
+        if thread_ref or turn_id:
+            self._publish(lambda threads: threads.task_ended(thread_ref, turn_id))
+
+    def _publish(self, call: Callable[[ThreadRegistry], Awaitable[None]]) -> None:
+        threads = self.threads
+        if threads is None:
+            return
+        previous = self._published
+
+        async def publish() -> None:
+            if previous is not None:  # in order: an end never overtakes its start
+                await asyncio.wait([previous])
+            try:
+                async with asyncio.timeout(PUBLISH_TIMEOUT_S):
+                    await call(threads)
+            except Exception as exc:  # noqa: BLE001 - routing is advisory; the run goes on
+                logger.warning("could not publish a thread to the fleet (%s)", type(exc).__name__)
+
+        self._published = asyncio.ensure_future(publish())
 
     # ------------------------------------------------------------------ the runner
 

@@ -161,10 +161,12 @@ class StubRunner:
 
     capabilities: ClassVar[dict[str, Any]] = {"codexExec": {"available": True, "version": "test"}}
 
-    def __init__(self, cards: int = 3, approval: bool = False, hold: bool = False) -> None:
+    def __init__(self, cards: int = 3, approval: bool = False, hold: bool = False,
+                 thread: str | None = None) -> None:
         self.cards = cards
         self.approval = approval
         self.hold = hold
+        self.thread = thread  # when set: the turn's ids reach the sink, as the runner's do
         self.release = asyncio.Event()
         self.started: dict[str, asyncio.Event] = {}
         self.decisions: dict[str, Any] = {}
@@ -179,6 +181,8 @@ class StubRunner:
         running = new_card().evolve(status="running")
         for index in range(self.cards):
             await sink.progress(running.evolve(final_text=f"part {index}"))
+        if self.thread is not None:
+            await sink.turn_started(self.thread, f"turn_{len(self.runs)}")
         if self.approval:
             request = ApprovalRequest(f"apr_{task.task_id}_1", "command", "Run a command", "low",
                                       ("accept", "decline"))
@@ -195,6 +199,7 @@ class StubRunner:
         if cancel.is_set():
             return TaskResult(status="cancelled", backend="app_server", error_code="cancelled",
                               error_message="cancelled", execution_progress=final)
-        return TaskResult(status="completed", backend="app_server", codex_thread_ref="thr_stub",
-                          turn_id="turn_stub", result_text=f"done: {task.prompt}",
+        turn = f"turn_{len(self.runs)}" if self.thread is not None else "turn_stub"
+        return TaskResult(status="completed", backend="app_server", codex_thread_ref=self.thread or "thr_stub",
+                          turn_id=turn, result_text=f"done: {task.prompt}",
                           execution_progress=final)

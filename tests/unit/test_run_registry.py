@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
+from tests.support.waits import eventually
 
 BOUND_S = 5.0
 
@@ -75,3 +78,36 @@ async def test_a_runner_that_raises_becomes_a_failed_internal_error_result() -> 
                                            asyncio.Event())
     assert (result.status, result.error_code) == ("failed", "internal_error")
     assert result.error_message == "RuntimeError"  # the class name only, never the message
+
+
+class SlowThenFailingFleet:
+    """A fleet whose first publication is slow and whose second raises."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, str | None]] = []
+        self.first = asyncio.Event()
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        await self.first.wait()
+        self.calls.append(("started", thread_ref, turn_id))
+
+    async def task_ended(self, thread_ref: str | None, turn_id: str | None) -> None:
+        self.calls.append(("ended", thread_ref, turn_id))
+        raise ConnectionError("redis is down")
+
+
+async def test_threads_are_published_in_order_in_the_background_and_a_failure_is_only_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    registry = RunRegistry(Slots(1))
+    registry.publish_turn("thr", "turn")  # no fleet yet: nothing to publish to, no error
+    fleet = SlowThenFailingFleet()
+    registry.threads = fleet
+    registry.publish_turn("thr", "turn")  # returns at once: the run never waits on Redis
+    registry.publish_end("thr", "turn")
+    registry.publish_end(None, None)  # nothing to say
+    await asyncio.sleep(0)
+    assert fleet.calls == []  # the end waits for the slow start
+    fleet.first.set()
+    await eventually(lambda: len(fleet.calls) == 2)
+    await eventually(lambda: "could not publish a thread to the fleet (ConnectionError)" in caplog.text)
+    assert fleet.calls == [("started", "thr", "turn"), ("ended", "thr", "turn")]

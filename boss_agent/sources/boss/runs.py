@@ -49,12 +49,14 @@ class BossTaskSink:
     """The ``TaskSink`` the runner gets for one Boss task."""
 
     def __init__(self, task: Task, uploader: ProgressUploader, approvals: RemoteApprovals,
-                 cancel: asyncio.Event, journaled: asyncio.Future[None] | None = None) -> None:
+                 cancel: asyncio.Event, journaled: asyncio.Future[None] | None = None,
+                 registry: RunRegistry | None = None) -> None:
         self.task = task
         self.uploader = uploader
         self.approvals = approvals
         self.cancel = cancel
         self.journaled = journaled
+        self.registry = registry
 
     async def ready_to_run(self) -> None:
         """Optional sink method: the running journal's record is on disk before Codex acts."""
@@ -71,8 +73,11 @@ class BossTaskSink:
         await self.approvals.withdraw(self.task, approval_id, reason)
 
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
-        """Optional sink method: the live ids go out with the next progress upload."""
+        """Optional sink method: the live ids go out with the next progress upload (and
+        to the fleet, when a gateway runs beside this source)."""
         self.uploader.set_refs(thread_ref, turn_id)
+        if self.registry is not None:
+            self.registry.publish_turn(thread_ref, turn_id)
 
 
 def usable_task_id(raw: Any) -> str | None:
@@ -175,7 +180,7 @@ class TaskRuns:
                    needs_slot: bool = True) -> None:
         cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
-        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled)
+        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled, self.registry)
         result: TaskResult | None = None
         try:
             if needs_slot and not run.holds_slot:
@@ -190,6 +195,7 @@ class TaskRuns:
                     # Durable first; delivered after the final card, which the server
                     # refuses (409) once the task is complete.
                     self._spool(task.task_id, result, deliver=False, journaled=journaled)
+                    self.registry.publish_end(result.codex_thread_ref, result.turn_id)
                 finally:
                     uploader.close(result.execution_progress if result else None)
                 # Not in this body: an exception here would reach the group as an

@@ -164,6 +164,7 @@ class Gateway:
             self._connected = True
             # The task runs live in a group of their own, so a loop that fails can
             # interrupt their turns (wind_down) before anything cancels them.
+            self.runs.threads = self.fleet  # the Boss source's threads are published too
             async with asyncio.TaskGroup() as runs:
                 self._tg = runs
                 await self._serve(presence, ready)
@@ -173,6 +174,8 @@ class Gateway:
             raise GatewayError("a gateway loop failed") from group
         finally:
             self._ready = False
+            if self.runs.threads is self.fleet:
+                self.runs.threads = None
             await self._release(presence)
 
     async def _serve(self, presence: WorkerPresence, ready: asyncio.Event | None) -> None:

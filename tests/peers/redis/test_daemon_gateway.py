@@ -13,9 +13,11 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
+from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.registry import worker_online
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
+from tests.support.waits import eventually
 from tests.support.gateway import (
     ask,
     delta_text,
@@ -58,3 +60,53 @@ async def test_the_daemon_serves_the_gateway_and_the_control_plane_together(
     assert final and delta_text(final[0]) == "done: from redis"
     assert boss_result["resultText"] == "done: from boss"
     assert sorted(runner.runs) == ["msg-1", task_id]
+
+
+async def test_a_thread_a_boss_task_started_is_published_so_redis_can_follow_it_up(
+    tmp_path: Path, redis_server,
+) -> None:
+    """The fleet registry holds every Codex thread this device has, whichever source
+    started it: while the Boss task runs, its thread and live turn name this worker;
+    after it, the turn is gone and the thread stays, so a Redis follow-up naming the
+    thread is run here instead of failing ``thread_not_found``."""
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
+        config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, gateway__enabled=True,
+                             gateway__redis_url=redis_server.url)
+        identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(),
+                                     policy=BossApiRetry.fast())
+        runner = StubRunner(cards=1, hold=True, thread="thr-from-boss")
+        daemon = Daemon(config, runner=runner, retry_policy=BossApiRetry.fast(), claim_wait_ms=300,
+                        handle_signals=False)
+        ready = asyncio.Event()
+        redis = sdk_redis(redis_server.url)
+        worker = gateway_worker_id(identity.device_id)
+
+        async def holder(key: str) -> str | None:
+            return await redis.get(key)  # the SDK's client decodes
+
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(daemon.run(ready))
+            await asyncio.wait_for(ready.wait(), WAIT_S)
+            task_id = cp.submit_task("from boss")
+            await asyncio.wait_for(runner.started_event(task_id).wait(), WAIT_S)
+            await eventually(lambda: holder(keys.thread_holder("thr-from-boss")))
+            assert await holder(keys.thread_holder("thr-from-boss")) == worker
+            assert await holder(keys.turn_holder("turn_1")) == worker  # a live turn: a steer finds it
+            runner.release.set()
+            await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
+            await eventually(lambda: _gone(redis, keys.turn_holder("turn_1")))
+            assert await holder(keys.thread_holder("thr-from-boss")) == worker
+            await ask(sdk_client(redis), "s1", "follow up", "msg-2",
+                      extra_payload={"intentCategory": "conversation_reply", "attempt": 1,
+                                     "codexThreadRef": "thr-from-boss"})
+            events = await read_events(redis, "s1", "msg-2")
+            daemon.request_stop()
+            await asyncio.wait_for(job, WAIT_S)
+        await redis.aclose()
+    final = [e for e in events if e.event_type == "finalAnswer"]
+    assert final and delta_text(final[0]) == "done: follow up", [e.event_type for e in events]
+    assert runner.runs == [task_id, "msg-2"]
+
+
+async def _gone(redis, key: str) -> bool:
+    return not await redis.exists(key)
