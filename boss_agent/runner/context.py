@@ -61,7 +61,12 @@ class RunContext:
         return params
 
     def turn_params(self) -> dict[str, Any]:
-        """turn/start overrides: the approval policy, and Plan mode when the task asks for it."""
+        """turn/start overrides: the approval policy, and Plan mode when the task asks for it.
+
+        The policy is restated on every turn: codex 0.171 ignores ``thread/resume``'s
+        overrides for a thread it has loaded already, so without this a follow-up would
+        run under an earlier task's looser policy (test_runner_appserver.py).
+        """
         params: dict[str, Any] = {"approvalPolicy": self.policy.approval_policy}
         mode = self.task.collaboration_mode
         if mode and (self.task.model or self.model):

@@ -139,6 +139,33 @@ async def test_an_accepted_approval_runs_the_command(
     assert any(c["status"] == "waitingApproval" for c in sink.cards)
 
 
+async def test_a_follow_up_on_a_loaded_thread_gets_its_own_stricter_approval_policy(
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
+    """A thread's first task sets the policy at thread/start; a follow-up on the same
+    thread, still loaded in the app-server, runs under its own task's policy: the
+    runner restates it on turn/start, so a looser earlier task cannot carry over."""
+    work = _workdir(env, "follow-up-policy")
+    module_model.enqueue(sm.turn(_shell("touch first.txt")))
+    module_model.enqueue(sm.text_reply("first done"))
+    first_sink = Sink()
+    first = await runner.run(Task("t-loose", "first", workdir=str(work), approval_policy="on-request"),
+                             first_sink, asyncio.Event())
+    assert first.status == "completed" and (work / "first.txt").exists()
+    assert first_sink.approvals == []  # on-request: a workspace write runs unasked
+    _approval_turn(module_model, "touch second.txt")
+
+    async def decline(_request: Any) -> str:
+        return "decline"
+
+    sink = Sink(decline)
+    follow_up = Task("t-strict", "second", workdir=str(work), approval_policy="untrusted",
+                     codex_thread_ref=first.codex_thread_ref)
+    result = await runner.run(follow_up, sink, asyncio.Event())
+    assert result.status == "completed", result
+    assert [a.kind for a in sink.approvals] == ["command"]  # untrusted: asked
+    assert not (work / "second.txt").exists()
+
+
 async def test_a_declined_approval_does_not_run_the_command(
         env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
     work = _workdir(env, "decline")
