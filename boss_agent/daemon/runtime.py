@@ -354,6 +354,8 @@ class Daemon:
             self.runner.config = result.config  # read per task: running tasks keep theirs
         if self.source is not None:
             self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        if self.gateway is not None and "projects" in result.applied:
+            self.gateway.apply_projects(result.config.projects)  # ids only: what peers route by
         logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())
         log_reload(result)
         self.reloads += 1

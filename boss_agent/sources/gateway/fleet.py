@@ -78,6 +78,10 @@ class Fleet:
         """Merged into the lease value: what peers route by."""
         return {"projects": sorted(self.projects)}
 
+    def set_projects(self, projects: Iterable[str]) -> None:
+        """A reload changed ``[projects]``: route by the new ids (the lease follows)."""
+        self.projects = frozenset(p for p in projects if keys.valid_id(p))
+
     # --- publishing ---------------------------------------------------------------------
     async def start(self) -> None:
         """Take back the threads an earlier process with this worker id held."""

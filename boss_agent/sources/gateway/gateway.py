@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -118,6 +119,7 @@ class Gateway:
         self._ready = False
         self._connected = False
         self._fatal: BaseException | None = None
+        self._presence: WorkerPresence | None = None
 
     # --- public -----------------------------------------------------------------------
     @property
@@ -132,6 +134,13 @@ class Gateway:
             "accepting": self._accepting, "counts": dict(self.shared.stats),
             **self.fleet.status(),
         }
+
+    def apply_projects(self, projects: Iterable[str]) -> None:
+        """SIGHUP changed ``[projects]``: route by them now; the lease carries them to
+        peers at its next refresh (within ``timing.heartbeat_s``)."""
+        self.fleet.set_projects(projects)
+        if self._presence is not None:
+            self._presence.record = self.fleet.record()
 
     def stop_accepting(self) -> None:
         """Take no new ASK_AGENT from the agent-type streams; RESUME/CANCEL still work.
@@ -154,8 +163,8 @@ class Gateway:
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         """Serve until cancelled. Raises DuplicateWorker if the worker id is taken."""
-        presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
-                                  self.timing.lease_ttl_s, self.fleet.record())
+        presence = self._presence = WorkerPresence(self.redis, self.worker_id, self.agent_types,
+                                                   self.timing.lease_ttl_s, self.fleet.record())
         try:
             await presence.acquire_waiting(self.shared.policy.call, self.timing.lease_ttl_s + LEASE_SLACK_S,
                                            self.timing.heartbeat_s)

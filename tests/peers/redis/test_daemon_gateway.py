@@ -5,10 +5,12 @@ by-framework SDK as the gateway peer)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
+from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon, gateway_worker_id
 from boss_agent.sources.boss.pairing import pair_device
@@ -110,3 +112,43 @@ async def test_a_thread_a_boss_task_started_is_published_so_redis_can_follow_it_
 
 async def _gone(redis, key: str) -> bool:
     return not await redis.exists(key)
+
+
+async def test_a_reload_that_changes_the_projects_is_advertised_to_the_fleet(
+    tmp_path: Path, redis_server,
+) -> None:
+    """``projects`` is a live key: after SIGHUP the worker's lease names the new project
+    ids within one lease refresh, so peers route a new project's ASKs here at once."""
+    web, api = tmp_path / "web", tmp_path / "api"
+    web.mkdir()
+    api.mkdir()
+    path = tmp_path / "config.toml"
+
+    def write(projects: str) -> None:
+        path.write_text(f'state_dir = "{tmp_path / "state"}"\nworkspaces = ["{tmp_path}"]\n'
+                        f'grace_period_s = 0\n[gateway]\nenabled = true\nredis_url = "{redis_server.url}"\n'
+                        f'[projects]\n{projects}\n')
+
+    write(f'web = "{web}"')
+    daemon = Daemon(load_config(path, environ={}), runner=StubRunner(), handle_signals=False)
+    ready = asyncio.Event()
+    redis = sdk_redis(redis_server.url)
+
+    async def advertised() -> list[str]:
+        raw = await redis.get(keys.worker_lease(daemon.gateway.worker_id)) if daemon.gateway else None
+        return sorted(json.loads(raw).get("projects", [])) if raw else []
+
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(daemon.run(ready))
+        await asyncio.wait_for(ready.wait(), WAIT_S)
+        assert await eventually(advertised) == ["web"]
+        write(f'web = "{web}"\napi = "{api}"')
+        daemon.reload_config()
+        await eventually(lambda: _is(advertised, ["api", "web"]))
+        daemon.request_stop()
+        await asyncio.wait_for(job, WAIT_S)
+    await redis.aclose()
+
+
+async def _is(read, expected: list[str]) -> bool:
+    return await read() == expected
