@@ -14,7 +14,10 @@ a follow-up or a steer must reach that device. Each worker publishes:
 
 ``admit`` runs before an ASK is started: it returns the ASK to run here, or
 forwards it to the live holder's own stream (like a RESUME) or fails it
-``thread_not_found`` / ``project_not_found``, and returns None. An ASK read from
+``thread_not_found`` / ``project_not_found``, and returns None. A
+``thread_collaboration`` names two threads (it reads one and turns on the other): it
+runs where both are held, and fails ``thread_not_found`` when no one live worker
+holds both. An ASK read from
 this worker's own stream was already routed once and is never forwarded again, so
 two workers that disagree for a moment cannot bounce it between them.
 
@@ -143,6 +146,9 @@ class Fleet:
         thread, turn = _text(extra.get("codexThreadRef")), _text(extra.get("targetCodexTurnId"))
         if thread or turn:
             return await self._by_thread(ask, entry, thread, turn)
+        pair = [t for t in (_text(extra.get("targetCodexThreadRef")), _text(extra.get("sourceCodexThreadRef"))) if t]
+        if pair:
+            return await self._by_threads(ask, entry, pair)
         project = _text(extra.get("projectId"))
         if project and self.projects and project not in self.projects:
             return await self._by_project(ask, entry, project)
@@ -163,6 +169,18 @@ class Fleet:
             await self._forward(ask, entry, holder)
             return None
         await self._fail(ask, entry, THREAD_NOT_FOUND, "no live worker holds this Codex thread or turn")
+        return None
+
+    async def _by_threads(self, ask: wire.Ask, entry: Entry, threads: list[str]) -> wire.Ask | None:
+        """A collaboration: every thread it names must be on the worker that runs it."""
+        holders = {self.worker_id if t in self.threads else
+                   await self._holder(keys.thread_holder(t) if keys.valid_id(t) else None) for t in threads}
+        if holders == {self.worker_id}:
+            return ask
+        if len(holders) == 1 and "" not in holders and entry.stream != self._own_stream:
+            await self._forward(ask, entry, holders.pop())
+            return None
+        await self._fail(ask, entry, THREAD_NOT_FOUND, "no live worker holds every thread this task names")
         return None
 
     async def _holder(self, key: str | None) -> str:

@@ -294,3 +294,36 @@ async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_serv
     await redis.aclose()
     assert events[-1].event_type == "appStreamResponse"
     assert [t.task_id for t in runner.tasks] == ["m-wt"]
+
+
+async def test_a_collaboration_goes_to_the_worker_holding_both_threads_or_fails(redis_server) -> None:
+    """A thread_collaboration reads one thread and turns on another: both must be on the
+    worker that runs it. A reader that holds neither forwards the ASK to the worker holding
+    both; threads held by two different workers cannot meet, so that ASK fails
+    thread_not_found instead of running where the threads are not."""
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    holder, reader = TurnRunner("w1"), TurnRunner("w2")
+    async with running_gateway(redis_server.url, holder, "w1", agent_types=(OTHER,)), \
+            running_gateway(redis_server.url, reader, "w2") as w2:
+        for message in ("m-src", "m-dst"):
+            await client.send_message(OTHER, "s-c", "first", message_id=message, trace_id="t")
+            await read_events(redis, "s-c", message)
+        await ask(client, "s-c", "here", "m-w2")  # a thread w2 holds
+        await read_events(redis, "s-c", "m-w2")
+
+        def collaboration(source: str, target: str) -> dict[str, str]:
+            return {"intentCategory": "thread_collaboration", "sourceCodexThreadRef": source,
+                    "targetCodexThreadRef": target}
+
+        await ask(client, "s-c", "merge", "m-both", extra_payload=collaboration("thread-m-src", "thread-m-dst"))
+        await ask(client, "s-c", "merge", "m-split", extra_payload=collaboration("thread-m-src", "thread-m-w2"))
+        await read_events(redis, "s-c", "m-both")
+        await read_events(redis, "s-c", "m-split")
+        both, split = [await record_of(redis, "s-c", m) for m in ("m-both", "m-split")]
+        forwarded = w2.status["counts"].get("forwarded", 0)
+    await redis.aclose()
+    assert both["status"] == "COMPLETED" and both["worker_id"] == "w1"
+    assert [t.task_id for t in holder.tasks] == ["m-src", "m-dst", "m-both"]
+    assert split["status"] == "FAILED" and split["error"]["code"] == "thread_not_found"
+    assert [t.task_id for t in reader.tasks] == ["m-w2"] and forwarded == 1
