@@ -68,6 +68,8 @@ logger = logging.getLogger(__name__)
 
 STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale (written only on a change)
 DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
+SCRATCH_SWEEP_S = 24 * 3600.0  # how often empty, long-unused scratch dirs are removed
+SCRATCH_BUSY_RETRY_S = 3600.0  # the sweep waits for a moment with no task running
 CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
 SOURCE_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
 SHUTDOWN_REASON = "worker_shutdown"  # the cancel reason a run stopped by shutdown reports
@@ -209,6 +211,23 @@ class Daemon:
         except StateError as exc:
             logger.warning("%s", exc)
 
+    async def _scratch_loop(self) -> None:
+        """At start and once a day, while no task runs (none can be using a dir then)."""
+        from boss_agent.runner.policy import sweep_scratch
+
+        while True:
+            if self.runs is not None and len(self.runs):
+                await asyncio.sleep(SCRATCH_BUSY_RETRY_S)
+                continue
+            try:
+                removed = await asyncio.to_thread(sweep_scratch, self.config)
+            except Exception as exc:  # noqa: BLE001 - housekeeping never stops the daemon
+                logger.warning("scratch sweep failed: %s", exc.__class__.__name__)
+            else:
+                if removed:
+                    logger.info("removed %d empty scratch dir(s) unused for a week", removed)
+            await asyncio.sleep(SCRATCH_SWEEP_S)
+
     async def _state_loop(self) -> None:
         while True:
             self.write_state(force=False)
@@ -317,6 +336,7 @@ class Daemon:
                 background.append(tg.create_task(supervisor.run(up), name=f"{supervisor.name} source"))
                 await self._source_ready(supervisor.name, up)
             background.append(tg.create_task(self._state_loop(), name="state file"))
+            background.append(tg.create_task(self._scratch_loop(), name="scratch sweep"))
             background.append(tg.create_task(self._reload_loop(), name="config reload"))
             background.append(tg.create_task(
                 Watchdog.from_env().run(lambda: True, self.shutdown.stopping), name="watchdog"))

@@ -8,13 +8,16 @@ a root (``~/.ssh``, ``~/.config/systemd``) unless the owner listed that exact pa
 
 A task naming no workdir runs in its project's path (``[projects]``), else in the
 configured ``default_workdir``, else in a scratch directory of its own thread under
-the state dir.
+the state dir. ``sweep_scratch`` removes the scratch directories that stayed empty and
+unused for a week (each use refreshes a directory's time), with their thread links.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from boss_agent.tasks import Task
 
 WORKDIR_NOT_ALLOWED = "workdir_not_allowed"
 SCRATCH_DIR = "scratch"  # under the state dir: one directory per thread
+SCRATCH_KEEP_S = 7 * 24 * 3600.0  # an empty scratch dir unused this long is removed
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,38 @@ def scratch_key(task: Task) -> str:
 def scratch_dir(config: Config, key: str) -> Path:
     path = config.state_dir / SCRATCH_DIR / key
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.utime(path)  # used now: the sweep keeps it (through a thread link too)
     return Path(os.path.realpath(path))
+
+
+def sweep_scratch(config: Config, keep_s: float = SCRATCH_KEEP_S) -> int:
+    """Remove scratch dirs that are empty and unused for ``keep_s``, and the thread
+    links left pointing nowhere; the number of dirs removed. Blocking.
+
+    Only ``rmdir``: a directory holding anything Codex wrote is never touched, and
+    links are never followed.
+    """
+    root = config.state_dir / SCRATCH_DIR
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return 0
+    cutoff = time.time() - keep_s
+    removed = 0
+    for entry in entries:
+        if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.rmdir(entry.path)  # fails on a non-empty directory: it stays
+                removed += 1
+        except OSError:
+            continue
+    for entry in entries:
+        if entry.is_symlink() and not os.path.exists(entry.path):  # its directory is gone
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    return removed
 
 
 def link_scratch(config: Config, workdir: Path, thread_id: str | None) -> None:

@@ -3,7 +3,9 @@ collaboration summary, exec JSONL parsing, git facts and the CUA config."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,13 @@ from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
 from boss_agent.runner.exec_backend import parse_line
-from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.policy import (
+    SCRATCH_KEEP_S,
+    link_scratch,
+    resolve_policy,
+    resolve_workdir,
+    sweep_scratch,
+)
 from boss_agent.tasks import SinkDefaults, Task
 from tests.support.config import make_config
 
@@ -256,3 +264,34 @@ def test_codex_exec_stderr_is_masked_before_its_tail_is_cut() -> None:
     tail = stderr_tail(("x" * 1000 + "\nerror: bad key " + secret + after).encode(), None)
     assert "Zq8Zq8" not in tail and "[redacted]" in tail
     assert tail.endswith("y" * 250) and len(tail) <= STDERR_TAIL_CHARS
+
+
+def test_the_scratch_sweep_removes_only_empty_long_unused_dirs_and_their_thread_links(tmp_path: Path) -> None:
+    """A phone question with no workdir leaves a scratch dir and a thread link behind;
+    months of them would pile up in the state dir. An empty one unused for a week goes,
+    with its link; anything Codex wrote stays, and so does a dir a task used lately."""
+    config = make_config(tmp_path, "codex")
+    old_empty = resolve_workdir(Task("t-old", "p"), config)
+    old_kept = resolve_workdir(Task("t-kept", "p"), config)
+    (old_kept / "notes.md").write_text("written by codex")
+    recent = resolve_workdir(Task("t-new", "p"), config)
+    link_scratch(config, old_empty, "thread-old")
+    link_scratch(config, old_kept, "thread-kept")
+    week_ago = time.time() - SCRATCH_KEEP_S - 60
+    for path in (old_empty, old_kept):
+        os.utime(path, (week_ago, week_ago))
+    assert sweep_scratch(config) == 1
+    scratch = config.state_dir / "scratch"
+    assert sorted(p.name for p in scratch.iterdir()) == sorted(
+        [old_kept.name, recent.name, "thread-kept"])
+    assert (old_kept / "notes.md").read_text() == "written by codex"
+
+
+def test_a_scratch_dir_a_follow_up_uses_again_counts_as_used(tmp_path: Path) -> None:
+    config = make_config(tmp_path, "codex")
+    first = resolve_workdir(Task("t-first", "p"), config)
+    link_scratch(config, first, "thread-1")
+    week_ago = time.time() - SCRATCH_KEEP_S - 60
+    os.utime(first, (week_ago, week_ago))
+    assert resolve_workdir(Task("t-again", "p", codex_thread_ref="thread-1"), config) == first
+    assert sweep_scratch(config) == 0 and first.is_dir()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import stat
 import time
 from collections.abc import AsyncIterator
@@ -236,3 +237,18 @@ async def test_a_wall_clock_jump_heartbeats_at_once(paired: Any) -> None:
         await proxy.wait_for(lambda: len(proxy.requests("/heartbeat")) == 1)
         jump["s"] = 3600.0  # as if the lid was closed for an hour
         await proxy.wait_for(lambda: len(proxy.requests("/heartbeat")) >= 2)
+
+
+async def test_the_running_daemon_sweeps_empty_scratch_dirs_unused_for_a_week(paired: Any) -> None:
+    _, _, config, _ = paired
+    scratch = config.state_dir / "scratch"
+    stale, used = scratch / "task-stale", scratch / "task-used"
+    stale.mkdir(parents=True)
+    used.mkdir()
+    (used / "answer.md").write_text("kept")
+    week_ago = time.time() - 8 * 24 * 3600
+    for path in (stale, used):
+        os.utime(path, (week_ago, week_ago))
+    async with running(config, StubRunner()):
+        await eventually(lambda: not stale.exists())
+    assert (used / "answer.md").exists()
