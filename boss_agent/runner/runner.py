@@ -126,8 +126,7 @@ class Runner:
 
     async def _dispatch(self, ctx: RunContext) -> TaskResult:
         if ctx.cancel.is_set():
-            return TaskResult("cancelled", error_code="cancelled",
-                              error_message="the task was cancelled before it started")
+            return _cancelled_before_start()
         task = ctx.task
         if task.target_turn_id:
             return await self._steer(ctx)
@@ -233,8 +232,7 @@ class Runner:
                 # turn/start is app_server_lost): no turn was sent, nothing ran.
                 ctx.thread_id = ctx.task.codex_thread_ref
         if ctx.cancel.is_set():
-            return TaskResult("cancelled", error_code="cancelled",
-                              error_message="the task was cancelled before it started")
+            return _cancelled_before_start()
         if "exec" not in self.config.codex.fallback:
             raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
         return await self._exec(ctx)
@@ -334,6 +332,11 @@ class Runner:
         return {"codexExec": exec_cap,
                 "computerUse": {"codex": self._codex_computer_use,
                                 "cuaDriver": {"available": driver is not None, "version": None}}}
+
+
+def _cancelled_before_start() -> TaskResult:
+    return TaskResult("cancelled", error_code="cancelled",
+                      error_message="the task was cancelled before it started")
 
 
 __all__ = ["Runner"]

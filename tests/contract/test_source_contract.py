@@ -16,7 +16,6 @@ interrupts a running turn on the app-server and ends the task ``cancelled``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.daemon import WAIT_S, FaultProxy, serving
 from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
 
@@ -149,27 +148,12 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, codex_bin: str, 
             daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                             retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
             side = GatewaySide(redis_server.url) if gateway else BossSide(cp, proxy)
-            async with _running(daemon):
+            async with serving(daemon):
                 yield World(side, daemon, scripted_model, workdir)
             if isinstance(side, GatewaySide):
                 await side.redis.aclose()
     finally:
         listener.stop()
-
-
-@contextlib.asynccontextmanager
-async def _running(daemon: Daemon) -> AsyncIterator[None]:
-    ready = asyncio.Event()
-    job = asyncio.create_task(daemon.run(ready))
-    try:
-        async with asyncio.timeout(60):
-            await ready.wait()
-        yield
-    finally:
-        if not daemon.shutdown.stopping.is_set():
-            daemon.request_stop()
-        async with asyncio.timeout(WAIT_S):
-            await job
 
 
 async def _hung_turn(world: World, key: str) -> str:

@@ -32,7 +32,18 @@ from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
 from tests.support.config import make_config
 from tests.support.runner import module_env
-from tests.support.gateway import AGENT, FAST, WAIT_S, ask, delta_text, read_events, record_of, sdk_client, sdk_redis
+from tests.support.gateway import (
+    AGENT,
+    FAST,
+    WAIT_S,
+    ask,
+    delta_text,
+    read_events,
+    record_of,
+    resume,
+    sdk_client,
+    sdk_redis,
+)
 from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis, pytest.mark.asyncio(loop_scope="module")]
@@ -137,9 +148,7 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
         await eventually(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
         assert gateway.status["suspended"] == 1
         assert not (work / "approved.txt").exists()
-        await client.send_message(AGENT, "s-apr", "", action_type="RESUME", message_id="msg-apr",
-                                  extra_payload={"status": "COMPLETED",
-                                                 "reply_data": {"decision": "accept"}})
+        await resume(client, "s-apr", "msg-apr", {"decision": "accept"})
         events = await read_events(redis, "s-apr", "msg-apr", timeout=TURN_WAIT_S)
         record = await record_of(redis, "s-apr", "msg-apr")
         wire = await _wire(redis, "s-apr")

@@ -133,6 +133,24 @@ class FaultProxy:
 
 
 @contextlib.asynccontextmanager
+async def serving(daemon: Daemon) -> AsyncIterator[asyncio.Task[None]]:
+    """``daemon.run`` for the block: ready first (a start-up error is raised), then a
+    graceful stop unless the block asked for one itself (a second ask would force it);
+    yields the run's task."""
+    ready = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        job = tg.create_task(daemon.run(ready))
+        await asyncio.wait_for(ready.wait(), DAEMON_READY_S)
+        try:
+            yield job
+        finally:
+            if not job.done():
+                if not daemon.shutdown.stopping.is_set():
+                    daemon.request_stop()
+                await asyncio.wait_for(job, WAIT_S)
+
+
+@contextlib.asynccontextmanager
 async def paired_daemon(config: Config, server_url: str, pairing_code: str,
                         codex_home: Path) -> AsyncIterator[tuple[Daemon, asyncio.Task[None]]]:
     """A daemon paired with ``server_url`` and claiming; yields it and its run; stops it after."""
@@ -140,16 +158,8 @@ async def paired_daemon(config: Config, server_url: str, pairing_code: str,
     await pair_device(config.state_dir, server_url, pairing_code, policy=policy)
     daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                     retry_policy=policy, claim_wait_ms=300, handle_signals=False)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), DAEMON_READY_S)
-        try:
-            yield daemon, job
-        finally:
-            if not job.done():
-                daemon.request_stop()
-                await asyncio.wait_for(job, WAIT_S)
+    async with serving(daemon) as job:
+        yield daemon, job
 
 
 class StubRunner:

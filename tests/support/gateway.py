@@ -122,6 +122,12 @@ async def ask(client: GatewayClient, session: str, content: str, message_id: str
     assert response.success, response.error
 
 
+async def resume(client: GatewayClient, session: str, message_id: str, reply: Any) -> None:
+    """The person's answer to the task's open form: a RESUME with ``reply`` as its data."""
+    await client.send_message(AGENT, session, "", action_type="RESUME", message_id=message_id,
+                              extra_payload={"status": "COMPLETED", "reply_data": reply})
+
+
 async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,
                       until: Callable[[DataMessage], bool] | None = None,
                       timeout: float = WAIT_S) -> list[DataMessage]:

@@ -65,7 +65,8 @@ class Fleet:
         self.redis: aioredis.Redis = shared.redis
         self.worker_id = shared.worker_id
         self.lease_ttl_s = lease_ttl_s
-        self.projects = frozenset(p for p in projects if keys.valid_id(p))
+        self.projects: frozenset[str] = frozenset()
+        self.set_projects(projects)
         self.threads: set[str] = set()
         self.turns: dict[str, str] = {}  # live turn id -> its thread
         self._own_stream = keys.worker_stream(self.worker_id)

@@ -21,7 +21,7 @@ from boss_agent.cli.task_follow import submit_and_follow
 from boss_agent.controlplane import LocalClient
 from boss_agent.demo import scripted_model as sm
 from tests.support.approvals import daemon_on_codex, first_form, gateway_on_codex
-from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis
+from tests.support.gateway import ask, read_events, resume, sdk_client, sdk_redis
 
 pytestmark = pytest.mark.codex
 
@@ -69,10 +69,8 @@ async def test_plan_mode_questions_are_answered_by_a_gateway_resume_by_form_and_
         await ask(client, "s-ui", "plan the storage", "msg-ui",
                   extra_payload={"workdir": str(workdir), "collaborationMode": "plan"})
         form = await first_form(redis, "s-ui", "msg-ui")
-        await client.send_message(AGENT, "s-ui", "", action_type="RESUME", message_id="msg-ui",
-                                  extra_payload={"status": "COMPLETED", "reply_data": {
-                                      "formId": form["formId"],
-                                      "answers": {"db_choice": ["Postgres (Recommended)"]}}})
+        await resume(client, "s-ui", "msg-ui", {"formId": form["formId"],
+                                                "answers": {"db_choice": ["Postgres (Recommended)"]}})
         await read_events(redis, "s-ui", "msg-ui", timeout=60)
     await redis.aclose()
     (field,) = form["pluginMachineFields"]

@@ -15,7 +15,7 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 from tests.support.approvals import ParentAndChild, daemon_on_codex, first_form, gateway_on_codex
-from tests.support.gateway import AGENT, ask, read_events, sdk_client, sdk_redis
+from tests.support.gateway import ask, read_events, resume, sdk_client, sdk_redis
 
 pytestmark = pytest.mark.codex
 
@@ -60,9 +60,7 @@ async def test_a_sub_agents_approval_is_a_gateway_form_and_a_resume_runs_the_com
             await ask(client, "s-sub", "delegate the marker", "msg-sub",
                       extra_payload={"workdir": str(workdir), "approvalPolicy": "untrusted"})
             form = await first_form(redis, "s-sub", "msg-sub")
-            await client.send_message(AGENT, "s-sub", "", action_type="RESUME", message_id="msg-sub",
-                                      extra_payload={"status": "COMPLETED", "reply_data": {
-                                          "formId": form["formId"], "decision": "accept"}})
+            await resume(client, "s-sub", "msg-sub", {"formId": form["formId"], "decision": "accept"})
             events = await read_events(redis, "s-sub", "msg-sub", timeout=60)
     await redis.aclose()
     assert "Run touch" in form["pluginMachineFields"][0]["description"]

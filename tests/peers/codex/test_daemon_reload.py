@@ -13,10 +13,8 @@ from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.daemon.reload import plan_reload
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
+from tests.support.daemon import paired_daemon
 
-FAST = BossApiRetry.fast()
 TASK_TIMEOUT_S = 60
 
 
@@ -58,14 +56,8 @@ async def test_after_a_reload_a_task_outside_the_new_workspaces_is_refused(
         path = write_config(tmp_path / "config.toml", server=cp.url, state=tmp_path / "state",
                             workspace=first, codex_bin=codex_bin)
         config = load_config(path, environ={})
-        await pair_device(config.state_dir, cp.url, cp.create_pairing_code(), policy=FAST)
         scripted_model.enqueue(sm.text_reply("in the first workspace"))
-        daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TASK_TIMEOUT_S)
+        async with paired_daemon(config, cp.url, cp.create_pairing_code(), codex_home) as (daemon, _):
             before = cp.submit_task("go", workdir=str(first))
             view = await cp.wait_task(before, lambda t: t["status"] == "completed", TASK_TIMEOUT_S)
             assert view["result"]["resultText"] == "in the first workspace"
@@ -78,8 +70,6 @@ async def test_after_a_reload_a_task_outside_the_new_workspaces_is_refused(
             after = cp.submit_task("go again", workdir=str(first))
             view = await cp.wait_task(after, lambda t: t["status"] == "failed", TASK_TIMEOUT_S)
             assert view["result"]["error"]["code"] == "workdir_not_allowed"
-            daemon.request_stop()
-            await job
     assert len(scripted_model.requests) == 1  # the refused task never reached codex
     assert "applied to new tasks: workspaces" in caplog.text
     assert str(second) not in caplog.text  # names only, never values

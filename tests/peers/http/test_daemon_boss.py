@@ -25,7 +25,7 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.daemon.statefile import STATE_FILE
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, serving
 from tests.support.waits import eventually
 
 FAST = BossApiRetry.fast()
@@ -50,15 +50,8 @@ async def paired(tmp_path: Path, plane: tuple[ControlPlane, FaultProxy]) -> Any:
 async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daemon]:
     daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS,
                     handle_signals=False, **kwargs)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), WAIT_S)
-        try:
-            yield daemon
-        finally:
-            daemon.request_stop()
-            await asyncio.wait_for(job, WAIT_S)
+    async with serving(daemon):
+        yield daemon
 
 
 async def spool_empty(daemon: Daemon) -> None:

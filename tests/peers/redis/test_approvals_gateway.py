@@ -15,10 +15,10 @@ import pytest
 
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult
 from tests.support.gateway import (
-    AGENT,
     ask,
     delta_text,
     read_events,
+    resume,
     running_gateway,
     sdk_client,
     sdk_redis,
@@ -80,11 +80,6 @@ async def _forms(redis: Any, message_id: str, count: int) -> list[dict[str, Any]
     return forms
 
 
-async def _resume(client: Any, message_id: str, reply: Any) -> None:
-    await client.send_message(AGENT, "s1", "", action_type="RESUME", message_id=message_id,
-                              extra_payload={"status": "COMPLETED", "reply_data": reply})
-
-
 async def test_a_form_carries_its_id_and_a_duplicate_or_stray_resume_never_answers_the_next_one(
         redis_server):
     redis = sdk_redis(redis_server.url)
@@ -94,12 +89,12 @@ async def test_a_form_carries_its_id_and_a_duplicate_or_stray_resume_never_answe
         await ask(client, "s1", "two", "msg-two")
         (first,) = await _forms(redis, "msg-two", 1)
         assert first["formId"] == "apr_first"
-        await _resume(client, "msg-two", {"formId": "apr_nope", "decision": "accept"})  # a stray
-        await _resume(client, "msg-two", {"formId": "apr_first", "decision": "decline"})
+        await resume(client, "s1", "msg-two", {"formId": "apr_nope", "decision": "accept"})  # a stray
+        await resume(client, "s1", "msg-two", {"formId": "apr_first", "decision": "decline"})
         await _forms(redis, "msg-two", 2)  # the second form is open
         # the user's double tap on the first form arrives late: it must not answer the second
-        await _resume(client, "msg-two", {"formId": "apr_first", "decision": "accept"})
-        await _resume(client, "msg-two", {"decision": "accept"})  # no formId: the one open form
+        await resume(client, "s1", "msg-two", {"formId": "apr_first", "decision": "accept"})
+        await resume(client, "s1", "msg-two", {"decision": "accept"})  # no formId: the one open form
         await read_events(redis, "s1", "msg-two")
         counts = gateway.status["counts"]
     assert runner.decisions == ["decline", "accept"]
@@ -115,8 +110,8 @@ async def test_a_withdrawn_form_is_announced_and_a_resume_for_it_is_dropped(redi
         await _forms(redis, "msg-w", 1)
         runner.withdraw.set()
         forms = await _forms(redis, "msg-w", 3)  # open, withdrawn, the next one open
-        await _resume(client, "msg-w", {"formId": "apr_w", "decision": "accept"})
-        await _resume(client, "msg-w", {"formId": "apr_after", "decision": "decline"})
+        await resume(client, "s1", "msg-w", {"formId": "apr_w", "decision": "accept"})
+        await resume(client, "s1", "msg-w", {"formId": "apr_after", "decision": "decline"})
         await read_events(redis, "s1", "msg-w")
         counts = gateway.status["counts"]
     assert [(f["formId"], f["formStatus"]) for f in forms] == [("apr_w", 0), ("apr_w", 2), ("apr_after", 0)]
@@ -131,7 +126,7 @@ async def test_a_user_input_form_has_one_field_per_question_and_answers_by_quest
     async with running_gateway(redis_server.url, runner):
         await ask(client, "s1", "questions", "msg-q")
         (form,) = await _forms(redis, "msg-q", 1)
-        await _resume(client, "msg-q", {"formId": "apr_q", "answers": {"db_choice": ["Postgres"]}})
+        await resume(client, "s1", "msg-q", {"formId": "apr_q", "answers": {"db_choice": ["Postgres"]}})
         await read_events(redis, "s1", "msg-q")
     (field,) = form["pluginMachineFields"]
     assert field["fieldCode"] == "db_choice" and field["description"] == "Which database should we use?"
@@ -162,7 +157,7 @@ async def test_an_mcp_form_is_a_form_with_its_fields_and_a_resume_fills_them(red
     async with running_gateway(redis_server.url, runner):
         await ask(client, "s1", "form", "msg-f")
         (form,) = await _forms(redis, "msg-f", 1)
-        await _resume(client, "msg-f", {"formId": "apr_f", "decision": "accept", "environment": "staging"})
+        await resume(client, "s1", "msg-f", {"formId": "apr_f", "decision": "accept", "environment": "staging"})
         await read_events(redis, "s1", "msg-f")
     assert [f["fieldCode"] for f in form["pluginMachineFields"]] == ["decision", "environment"]
     assert "Where should I deploy?" in form["pluginMachineFields"][0]["description"]

@@ -14,6 +14,7 @@ from tests.support.gateway import (
     delta_text,
     read_events,
     record_of,
+    resume,
     running_gateway,
     sdk_client,
     sdk_redis,
@@ -69,9 +70,7 @@ async def test_an_approval_is_asked_with_the_sdk_form_and_answered_by_a_resume(r
         assert "run the tests" in form["pluginMachineFields"][0]["description"]
         assert (await record_of(redis, "s1", "msg-2"))["status"] == "WAITING_USER"
         assert gateway.status["suspended"] == 1
-        await client.send_message(AGENT, "s1", "", action_type="RESUME", message_id="msg-2",
-                                  extra_payload={"status": "COMPLETED",
-                                                 "reply_data": {"decision": "accept"}})
+        await resume(client, "s1", "msg-2", {"decision": "accept"})
         events = await read_events(redis, "s1", "msg-2")
     assert runner.decisions["msg-2"] == "accept"
     assert delta_text(events[-2]) == "done accept" and events[-2].event_type == "finalAnswer"
