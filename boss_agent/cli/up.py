@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from boss_agent.aio import race
+from boss_agent.codexbin import require_codex
 from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
@@ -72,6 +73,7 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
         # must not re-pair, rewrite the demo model's address or rotate the secret.
         stack.enter_context(exclusive(db_path.parent))
         daemon_lock = stack.enter_context(InstanceLock(state_dir))
+        require_codex(config.codex.bin)  # not a page whose every task fails for want of codex
         try:
             plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port,
                                                                  rotate_secret=rotate_secret))
