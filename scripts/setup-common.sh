@@ -42,11 +42,12 @@ pyenv_roots() {
   return 0
 }
 
-# find_python: print the first Python >= 3.11 found: python3.14 ... python3.11 and python3 on
-# PATH, then each pyenv root's versions (newest first; `pyenv versions --bare` too), then
-# `pyenv prefix`. When there is none, say on stderr where it looked and what was too old.
+# find_python [MINOR]: print the first Python >= 3.11 (with MINOR: exactly 3.MINOR) found:
+# python3.14 ... python3.11 and python3 on PATH, then each pyenv root's versions (also
+# `pyenv versions --bare`), then `pyenv prefix`. When there is none, say on stderr where it
+# looked and what was too old.
 find_python() {
-  local candidate path version root name minor looked=() too_old=() candidates=() prefixes=()
+  local exact="${1:-}" candidate path version root name minor looked=() too_old=() candidates=() prefixes=()
   candidates=(python3.14 python3.13 python3.12 python3.11 python3)
   while IFS= read -r root; do
     [ -n "$root" ] || continue
@@ -70,29 +71,33 @@ find_python() {
     version="$(python_version "$path")" || continue
     minor="${version#3.}"; minor="${minor%%.*}"
     if [ "${version%%.*}" = 3 ] && [ "$minor" -ge "$MIN_PYTHON_MINOR" ]; then
-      echo "$path"; return 0
+      [ -z "$exact" ] || [ "$minor" = "$exact" ] && { echo "$path"; return 0; }
+      continue
     fi
     too_old+=("$path ($version)")
   done
   local where old=""
   printf -v where '%s, ' "${looked[@]}"
   [ ${#too_old[@]} -gt 0 ] && printf -v old '; too old: %s' "${too_old[*]}"
-  log "no Python >= 3.$MIN_PYTHON_MINOR found: looked for python3.$MIN_PYTHON_MINOR..python3.14 and python3" \
+  local wanted=">= 3.$MIN_PYTHON_MINOR"
+  [ -n "$exact" ] && wanted="3.$exact"
+  log "no Python $wanted found: looked for python3.$MIN_PYTHON_MINOR..python3.14 and python3" \
       "on PATH (${PATH:-empty}), and in ${where%, }${old}"
   log "install Python 3.$MIN_PYTHON_MINOR or newer (Debian 12: apt install python3 python3-venv;" \
       "or: pyenv install 3.12), then run this again"
   return 1
 }
 
-# ensure_venv_python — .venv exists, made with a Python >= 3.11 (Debian's python3 when none is found).
+# ensure_venv_python — $VENV exists, made with a Python >= 3.11 (Debian's python3 when none
+# is found); with $PYTHON_MINOR set, exactly that 3.x.
 ensure_venv_python() {
   local python
   [ -x "$VENV/bin/python" ] && return 0
-  python="$(find_python 2>/dev/null)" || {
+  python="$(find_python "${PYTHON_MINOR:-}" 2>/dev/null)" || {
     ensure_debian_packages python3:python3 >/dev/null 2>&1 || true
-    python="$(find_python)" || return 1
+    python="$(find_python "${PYTHON_MINOR:-}")" || return 1
   }
-  log "creating .venv with $("$python" --version)"
+  log "creating ${VENV#"$ROOT"/} with $("$python" --version)"
   "$python" -m venv "$VENV"
 }
 
@@ -118,7 +123,7 @@ ensure_venv() {
   [ -n "$extras" ] && target="$ROOT[$extras]"
   installed_with "$hash" "$extras" && return 0
   ensure_venv_python || return 1
-  log "installing boss-agent${extras:+[$extras]} into .venv"
+  log "installing boss-agent${extras:+[$extras]} into ${VENV#"$ROOT"/}"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   if ! "$VENV/bin/python" -m pip install -q -e "$target" >"$VENV/pip.log" 2>&1; then
     grep -v "is ignored" "$VENV/pip.log" >&2; log "pip install failed"; return 1

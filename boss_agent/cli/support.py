@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from typer.exceptions import Abort, Exit, TyperException
@@ -31,9 +31,10 @@ class Globals:
 
 
 G = Globals()
+T = TypeVar("T")
 
 
-def guarded[T](fn: Callable[[], T]) -> T:
+def guarded(fn: Callable[[], T]) -> T:
     """Run ``fn``; turn errors into one clean line on stderr and an exit code (cli/exits.py)."""
     try:
         return fn()

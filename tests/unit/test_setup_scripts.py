@@ -42,11 +42,12 @@ def _version(tmp_path: Path, root: Path, minor: int) -> Path:
     return python
 
 
-def _find(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _find(tmp_path: Path, minor: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    """``find_python [minor]`` under ``env -i``: PATH is ``tmp_path/bin``, HOME ``tmp_path/home``."""
     (tmp_path / "bin").mkdir(exist_ok=True)
     clean = {"PATH": str(tmp_path / "bin"), "HOME": str(tmp_path / "home"), **env}
     return subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in clean.items()), BASH, "-c",
-                           f'source "{SETUP}" && find_python'], capture_output=True, text=True,
+                           f'source "{SETUP}" && find_python {minor}'], capture_output=True, text=True,
                           timeout=SCRIPT_TIMEOUT_S, check=False)
 
 
@@ -121,3 +122,10 @@ def test_no_python_at_all_names_the_places_it_looked(tmp_path: Path):
 def test_the_scripts_pin_the_codex_version_the_daemon_names():
     pinned = re.search(r'^CODEX_NPM_VERSION="([^"]+)"', SETUP.read_text(), re.M)
     assert pinned is not None and pinned.group(1) == PINNED_CODEX_VERSION
+
+
+def test_asked_for_3_11_it_passes_over_a_newer_python(tmp_path: Path):
+    _version(tmp_path, tmp_path / "pyenv", 12)
+    python311 = _version(tmp_path, tmp_path / "pyenv", 11)
+    done = _find(tmp_path, "11", PYENV_ROOT=str(tmp_path / "pyenv"))
+    assert done.returncode == 0 and done.stdout.strip() == str(python311), done.stderr
