@@ -189,8 +189,15 @@ def task(
     computer_use: Annotated[bool, typer.Option("--computer-use", help="a desktop-control task")] = False,
     follow: FollowOption = True,
 ) -> None:
-    """Submit a task to the local control plane and follow its progress card."""
-    fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
+    """Submit a task to the local control plane and follow its progress card.
+
+    Without --workdir it runs where any task without one runs (default_workdir, else the
+    thread's scratch directory), never in the shell's current directory.
+    """
+    from boss_agent.cli.task_follow import workdir_field
+
+    fields, where = guarded(lambda: workdir_field(workdir, build_config(), thread=thread))
+    typer.echo(where, err=True)
     if thread:
         fields["codexThreadRef"] = thread
     if computer_use:

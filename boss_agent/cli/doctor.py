@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from boss_agent.cli.support import tilde
 from boss_agent.codexbin import INSTALL_HINT, PINNED_CODEX_VERSION, codex_version, find_codex
 from boss_agent.config import Config, load_config
 from boss_agent.errors import (
@@ -53,13 +54,7 @@ PAIR_FIX = "boss-agent pair CODE --server URL (or boss-agent up for the local co
 
 
 def _check(name: str, result: str, detail: str, fix: str = "") -> Check:
-    return {"name": name, "result": result, "detail": mask_secrets(_home(detail)), "fix": _home(fix)}
-
-
-def _home(text: str) -> str:
-    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
-    home = str(Path.home())
-    return text.replace(home, "~") if home not in ("", "/") else text
+    return {"name": name, "result": result, "detail": mask_secrets(tilde(detail)), "fix": tilde(fix)}
 
 
 # ----------------------------------------------------------------- local checks

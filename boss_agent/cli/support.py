@@ -50,6 +50,12 @@ def guarded(fn: Callable[[], T]) -> T:
         raise typer.Exit(code) from None
 
 
+def tilde(text: str) -> str:
+    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
+    home = str(Path.home())
+    return text.replace(home, "~") if home not in ("", "/") else text
+
+
 def quiet_logs() -> None:
     """For one-shot commands that start the app-server (doctor, capabilities --refresh):
     its warnings are reported in the command's own result, not as stray stderr lines,
