@@ -71,6 +71,9 @@ class ChangeLines:
         status = str(view.get("status") or "queued")
         if self._changed("status", status):
             out.append(f"status: {status}")
+        reason = view.get("waitReason")
+        if self._changed("wait", str(reason or "")) and reason:
+            out.append(f"waiting: {reason}")  # every slot is held, and by what
         thread = view.get("codexThreadRef")
         if thread and self._changed("thread", str(thread)):
             out.append(f"thread: {thread} (continue it with --thread)")

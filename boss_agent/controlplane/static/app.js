@@ -323,6 +323,7 @@ function taskBody(view) {
       view.deviceId && `on ${(devices.get(view.deviceId) || {}).deviceName || view.deviceId}`,
       card.backend || (view.result && view.result.backend), view.cancelRequested && "cancel requested",
       `created ${when(view.createdAt)}`].filter(Boolean).join(" · ")),
+    view.waitReason ? el("p", { class: "wait-reason", role: "status" }, view.waitReason) : null,
     renderCard(view),
     actions.length ? el("div", { class: "task-actions" }, actions) : null);
 }
