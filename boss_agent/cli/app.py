@@ -120,7 +120,8 @@ def read_pairing_code() -> str:
 @app.command()
 def pair(
     code: Annotated[str | None, typer.Argument(
-        help="the pairing code shown in the Boss app (omit it to be asked: an argument shows in `ps`)")] = None,
+        help="the pairing code from the Boss app, or the local page's New pairing code button "
+             "(omit it to be asked: an argument shows in `ps`)")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
