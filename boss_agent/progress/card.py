@@ -19,6 +19,7 @@ from typing import Any
 
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
+from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire
 from boss_agent.redact import sanitize_text, settled_prefix
 from boss_agent.timefmt import utc_iso
 
@@ -30,6 +31,19 @@ REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise 
 TRANSCRIPT_PREVIEW_CHARS = 200  # docs/progress-card.md: realtime transcriptPreview ≤ 200 chars
 TRANSCRIPT_WINDOW_CHARS = TRANSCRIPT_PREVIEW_CHARS + PREVIEW_CONTEXT  # what the card keeps of it
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
+# A sanitized string takes at most this many bytes per char on the wire (a \uXXXX escape).
+WIRE_BYTES_PER_CHAR = 6
+ENTRY_OVERHEAD_BYTES = 80  # keys, quotes and braces of one list entry
+# Every field of the card but its lists, at their longest: the goal, the reasoning, the
+# answer preview, the realtime preview and sixty labels (the git operations among them).
+SCALAR_BOUND_BYTES = (GOAL_CHARS + REASONING_CHARS + ANSWER_PREVIEW_CHARS + TRANSCRIPT_PREVIEW_CHARS
+                      + 60 * FIELD_CHARS) * WIRE_BYTES_PER_CHAR
+# How many strings one entry of each list holds (each at most FIELD_CHARS long).
+_ENTRY_STRINGS = {"steps": 2, "approvals": 5, "fileChanges": 2, "toolActivities": 4,
+                  "backgroundAgents": 3, "threadCollaboration": 4, "mcpServers": 3,
+                  "warnings": 2, "artifacts": 2}
+_ENTRY_BOUND = {name: count * FIELD_CHARS * WIRE_BYTES_PER_CHAR + ENTRY_OVERHEAD_BYTES
+                for name, count in _ENTRY_STRINGS.items()}
 
 
 def key_of(value: object) -> int | None:
@@ -246,6 +260,19 @@ class Card:
     turn_key: int | None = field(default=None, repr=False)
     diff_base: tuple[int, int, int] = field(default=(0, 0, 0), repr=False)  # earlier turns
     compacted_turns: frozenset[int] = field(default=frozenset(), repr=False)
+    # How many entries each capped list left out (bounds.py); serialized as ``omitted``.
+    omitted: tuple[tuple[str, int], ...] = field(default=(), repr=False)
+
+    def omitted_count(self, name: str) -> int:
+        return next((n for key, n in self.omitted if key == name), 0)
+
+    def with_omitted(self, name: str, more: int, **changes: Any) -> Card:
+        """``evolve(**changes)``, with ``more`` entries of list ``name`` left out."""
+        if more:
+            counts = dict(self.omitted)
+            counts[name] = counts.get(name, 0) + more
+            changes["omitted"] = tuple(counts.items())
+        return self.evolve(**changes)
 
     def evolve(self, **changes: Any) -> Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
@@ -287,10 +314,21 @@ class Card:
             out["reasoningSummary"]["text"] = reasoning_text(self)
         if self.realtime is not None:
             out["realtime"]["transcriptPreview"] = transcript_preview(self.realtime, self.workdir)
+        counts = dict(self.omitted)
+        out["omitted"] = {name: counts.pop(name, 0) for name in COUNTED} | counts
+        # The byte guard costs one more encoding, so it runs only for a card that could
+        # be too big: counted from its lists' lengths, most cards cannot.
+        if size_bound(self) > CARD_BUDGET_BYTES:
+            out = fit_wire(out)
         return out
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+def size_bound(card: Card) -> int:
+    """An upper bound of the card's serialized bytes, from its lists' lengths alone."""
+    return SCALAR_BOUND_BYTES + sum(len(getattr(card, name)) * bound for name, bound in _ENTRY_BOUND.items())
 
 
 @lru_cache(maxsize=1)
