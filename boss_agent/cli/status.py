@@ -108,6 +108,8 @@ def daemon_health(state: dict[str, Any]) -> dict[str, Any]:
     health: dict[str, Any] = {}
     if state.get("spool_degraded"):
         health["spool"] = "degraded: the disk refuses writes; results wait in memory"
+    if state.get("spool_refused"):
+        health["spoolRefused"] = state["spool_refused"]
     return health
 
 

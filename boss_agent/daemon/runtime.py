@@ -197,6 +197,7 @@ class Daemon:
                 "running_task_ids": source.runs.running_ids(),
                 "spooled_reports": len(source.spool),
                 "spool_degraded": source.spool_degraded,
+                "spool_refused": source.flusher.status(),
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })

@@ -61,6 +61,7 @@ STATE_KEYS: Mapping[str, str] = {
     "gateway_threads": "Codex threads this worker holds for the fleet (a count)",
     "gateway_projects": "project ids this worker advertises (a list)",
     "spool_degraded": "true while the disk refuses spool writes (results wait in memory)",
+    "spool_refused": "why spooled results wait while the server refuses them as too large (413)",
 }
 # Times shown by `status` as ages in seconds, under these names.
 _AGES = {

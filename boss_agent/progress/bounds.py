@@ -19,9 +19,7 @@ import heapq
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 MAX_STEPS = 200
 MAX_APPROVALS = 200
@@ -59,7 +57,7 @@ def status_rank(record: Any) -> int:
     return _OPEN_STATUS.get(status, 0) if isinstance(status, str) else 0
 
 
-def trim(records: Sequence[T], cap: int,
+def trim[T](records: Sequence[T], cap: int,
          rank: Callable[[T], int] = status_rank) -> tuple[tuple[T, ...], int]:
     """At most ``cap`` of ``records`` in their order, and how many were left out.
 
@@ -123,3 +121,19 @@ def _labels(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _labels(v) for k, v in value.items()}
     return value
+
+
+MAX_RESULT_BYTES = 1024 * 1024  # device API §5: resultText over 1 MiB is cut with a marker
+RESULT_CUT_MARKER = "\n\n[… cut: the answer was longer than this report carries]"
+
+
+def cut_result_text(text: str | None, max_bytes: int = MAX_RESULT_BYTES) -> str | None:
+    """``text`` within ``max_bytes`` of UTF-8, its head kept and ``RESULT_CUT_MARKER``
+    at the cut. The text is already masked, so a cut never shows half a secret."""
+    if text is None or len(text) * 4 <= max_bytes:  # four bytes a char at most: it fits
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= max_bytes:
+        return text
+    room = max(0, max_bytes - len(RESULT_CUT_MARKER.encode("utf-8")))
+    return raw[:room].decode("utf-8", "ignore") + RESULT_CUT_MARKER

@@ -136,3 +136,13 @@ def test_fit_wire_trims_a_serialized_card_to_any_budget_and_counts_what_it_dropp
     assert wire_size(tiny) <= 1024 and len(tiny["steps"]) + tiny["omitted"]["steps"] == 150
     labels = fit_wire(out, 300)  # smaller than the card without any list: strings become labels
     assert set(labels) == set(out) and labels["steps"] == [] and wire_size(labels) < wire_size(tiny)
+
+
+def test_a_result_over_1_mib_is_cut_with_a_marker_and_a_shorter_one_is_untouched() -> None:
+    assert bounds.cut_result_text("short") == "short" and bounds.cut_result_text(None) is None
+    text = "é" * (bounds.MAX_RESULT_BYTES // 2 + 10)  # two bytes each: just over 1 MiB
+    cut = bounds.cut_result_text(text)
+    assert cut is not None and cut.endswith(bounds.RESULT_CUT_MARKER)
+    assert len(cut.encode()) <= bounds.MAX_RESULT_BYTES and cut.startswith("é" * 1000)
+    exact = "a" * bounds.MAX_RESULT_BYTES
+    assert bounds.cut_result_text(exact) == exact
