@@ -68,11 +68,23 @@ def trim[T](records: Sequence[T], cap: int,
     excess = len(records) - cap
     if excess <= 0:
         return tuple(records), 0
-    if excess == 1:
-        drop = {min(range(len(records)), key=lambda i: (rank(records[i]), i))}
+    if excess == 1:  # one appended to a full list: usually its oldest entry is settled
+        drop = {_first_lowest(records, rank)}
     else:
         drop = set(heapq.nsmallest(excess, range(len(records)), key=lambda i: (rank(records[i]), i)))
     return tuple(r for i, r in enumerate(records) if i not in drop), excess
+
+
+def _first_lowest[T](records: Sequence[T], rank: Callable[[T], int]) -> int:
+    """The index of the oldest entry of the lowest rank; stops at the first settled one."""
+    best, best_rank = 0, None
+    for index, record in enumerate(records):
+        value = rank(record)
+        if value == 0:
+            return index
+        if best_rank is None or value < best_rank:
+            best, best_rank = index, value
+    return best
 
 
 def wire_size(card: Any) -> int:

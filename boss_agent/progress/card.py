@@ -19,7 +19,7 @@ from typing import Any
 
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
-from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire
+from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire, wire_size
 from boss_agent.redact import sanitize_text, settled_prefix
 from boss_agent.timefmt import utc_iso
 
@@ -317,10 +317,16 @@ class Card:
         counts = dict(self.omitted)
         out["omitted"] = {name: counts.pop(name, 0) for name in COUNTED} | counts
         # The byte guard costs one more encoding, so it runs only for a card that could
-        # be too big: counted from its lists' lengths, most cards cannot.
-        if size_bound(self) > CARD_BUDGET_BYTES:
+        # be too big: most cannot, by their lists' lengths or else by their lists' bytes.
+        if size_bound(self) > CARD_BUDGET_BYTES and self._list_bytes() > CARD_BUDGET_BYTES:
             out = fit_wire(out)
         return out
+
+    def _list_bytes(self) -> int:
+        """An upper bound of the serialized bytes: the lists' own (measured once per
+        list object, like their wire form) and the rest at its longest."""
+        return SCALAR_BOUND_BYTES + sum(_wire_bytes(getattr(self, name), self.workdir)
+                                        for name in _ENTRY_BOUND)
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
@@ -355,6 +361,21 @@ def _clean(value: str, workdir: str | None, limit: int = FIELD_CHARS) -> str:
 # its fields, recursively) and rebuilding it. Each entry holds its value, so its ``id``
 # cannot be reused by another object while the entry lives.
 _WIRE: dict[int, tuple[Any, str | None, Any, bool]] = {}
+_WIRE_BYTES: dict[int, tuple[Any, str | None, int]] = {}  # the same, for a list's encoded size
+
+
+def _wire_bytes(value: tuple[Any, ...], workdir: str | None) -> int:
+    """The encoded size of a list's wire form, measured once per list object."""
+    if not value:
+        return 2
+    hit = _WIRE_BYTES.get(id(value))
+    if hit is not None and hit[0] is value and hit[1] == workdir:
+        return hit[2]
+    size = wire_size(_wire(value, workdir)[0])
+    if len(_WIRE_BYTES) >= SANITIZE_CACHE:
+        _WIRE_BYTES.clear()
+    _WIRE_BYTES[id(value)] = (value, workdir, size)
+    return size
 
 
 def _wire(value: Any, workdir: str | None) -> tuple[Any, bool]:
