@@ -288,7 +288,8 @@ class Daemon:
         assert self.runner is not None
         worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
-                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs)
+                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs,
+                       state_dir=self.config.state_dir)
 
     def _supervisors(self, identity: Identity | None,
                      device_id: str) -> list[SourceSupervisor[Any]]:
