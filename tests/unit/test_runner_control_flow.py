@@ -194,3 +194,16 @@ async def test_an_unknown_server_request_is_refused_and_the_turn_goes_on(
     result = await _run(runner, _task("t-unknown"), Sink())
     assert result.status == "completed" and result.result_text == "still fine"
     assert refusals == ["RpcError"]
+
+
+async def test_an_answer_over_1_mib_is_cut_with_a_marker(runner: Runner, app: MemoryAppServer) -> None:
+    from boss_agent.progress.bounds import MAX_RESULT_BYTES, RESULT_CUT_MARKER
+
+    async def script(turn: FakeTurn) -> None:
+        await turn.say("word " * (MAX_RESULT_BYTES // 4))  # 1.25 MiB
+
+    app.codex.enqueue(script)
+    result = await _run(runner, _task("t-huge"), Sink())
+    assert result.status == "completed" and result.result_text.endswith(RESULT_CUT_MARKER)
+    assert len(result.result_text.encode()) <= MAX_RESULT_BYTES
+    assert result.result_text.startswith("word word")
