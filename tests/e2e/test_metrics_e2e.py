@@ -133,8 +133,10 @@ async def test_metrics_count_real_tasks_and_readyz_follows_pairing_serving_and_d
             scripted_model.release()
 
             async def counted() -> dict[str, Any] | None:
+                # The result is counted when the runner returns; delivered a moment later.
                 _, found = await scrape.metrics()
-                return found if tasks_total(found, "cancelled") == 1 else None
+                delivered = samples(found, "boss_agent_spool_pending") == {(): 0}
+                return found if tasks_total(found, "cancelled") == 1 and delivered else None
 
             fams = await eventually(counted, TURN_S)
             text, _ = await scrape.metrics()
