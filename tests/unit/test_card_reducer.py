@@ -143,7 +143,7 @@ def test_settings_show_labels_without_cwd_or_instructions() -> None:
         "effort": "high"}))
     assert card.to_dict()["threadSettings"] == {
         "model": "gpt-5.5", "provider": "scripted", "approvalPolicy": "granular",
-        "sandbox": "workspaceWrite", "collaborationMode": "plan", "reasoningEffort": "high"}
+        "sandbox": "workspace-write", "collaborationMode": "plan", "reasoningEffort": "high"}
 
 
 def test_remote_control_and_realtime_keep_only_states_and_counts() -> None:
