@@ -362,3 +362,26 @@ async def test_a_follow_up_on_a_loaded_thread_runs_in_its_own_workdir_under_its_
     assert not (outside_tmp / "second.txt").exists(), module_model.requests[-1].tool_outputs()
     assert _sandbox_mode(module_model.requests[-1]) == "workspace-write"
     assert result.execution_progress["threadSettings"]["sandbox"] == "workspace-write"
+
+
+async def test_a_collaboration_s_target_turn_runs_under_its_own_task_s_limits(
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel, outside_tmp: Path) -> None:
+    """The target thread began with full access; the collaboration task asks for
+    read-only, and the turn it starts on the (loaded) target thread writes nothing."""
+    work = _workdir(env, "collab-limits")
+    module_model.enqueue(sm.text_reply("Source result: 7"))
+    source = await runner.run(Task("t-cl-src", "compute", workdir=str(work)), Sink(), asyncio.Event())
+    module_model.enqueue(sm.turn(_shell(f"touch {outside_tmp}/target-1.txt")), sm.text_reply("target ready"))
+    target = await runner.run(Task("t-cl-tgt", "hello", workdir=str(work), sandbox="danger-full-access"),
+                              Sink(), asyncio.Event())
+    assert (outside_tmp / "target-1.txt").exists()
+    module_model.enqueue(sm.turn(_shell(f"touch {outside_tmp}/target-2.txt local.txt")), sm.text_reply("done"))
+    collab = Task("t-cl", "use the other thread's result", intent="thread_collaboration", workdir=str(work),
+                  sandbox="read-only", source_thread_ref=source.codex_thread_ref,
+                  target_thread_ref=target.codex_thread_ref)
+    result = await runner.run(collab, Sink(), asyncio.Event())
+    output = list(module_model.requests[-1].tool_outputs().values())[-1]
+    assert result.status == "completed", result
+    assert not (outside_tmp / "target-2.txt").exists() and not (work / "local.txt").exists(), output
+    assert _sandbox_mode(module_model.requests[-1]) == "read-only"
+    assert result.execution_progress["threadSettings"]["sandbox"] == "read-only"
