@@ -319,7 +319,7 @@ _JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12)
 _METHODS = st.sampled_from(sorted(NOTIFICATIONS) + sorted(REQUESTS) + [
-    "boss/status", "boss/approval", "boss/branch", "boss/artifacts", "boss/finished", "boss/warning",
+    "boss/status", "boss/approval", "boss/branch", "boss/artifacts", "boss/finished", "boss/warning", "boss/limits",
     "no/such/method"])
 
 
