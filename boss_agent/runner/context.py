@@ -71,9 +71,12 @@ class RunContext:
         are this task's: its folder, approval policy and sandbox, nothing looser."""
         settings = mapping(settings)
         sandbox, wanted = mapping(settings.get("sandbox")), sandbox_policy(self.policy.sandbox)
+        roots = sandbox.get("writableRoots") or []
         return (settings.get("cwd") == str(self.workdir)
                 and settings.get("approvalPolicy") == self.policy.approval_policy
-                and all(sandbox.get(key) == value for key, value in wanted.items()))
+                and sandbox.get("type") == wanted["type"]
+                and (not sandbox.get("networkAccess") or bool(wanted.get("networkAccess")))
+                and isinstance(roots, list) and all(root in wanted.get("writableRoots", []) for root in roots))
 
     def turn_params(self) -> dict[str, Any]:
         """turn/start overrides: the limits, and Plan mode when the task asks for it.

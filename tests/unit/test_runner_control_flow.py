@@ -227,3 +227,4 @@ async def test_a_follow_up_codex_will_not_give_the_limits_of_now_fails_and_nothi
                         Sink())
     assert (result.status, result.error_code) == ("failed", "thread_limits_unenforceable")
     assert [method for method, _ in app.codex.calls].count("turn/start") == 1  # only the first task's
+

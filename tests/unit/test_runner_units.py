@@ -3,6 +3,7 @@ collaboration summary, exec JSONL parsing, git facts and the CUA config."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
@@ -15,9 +16,12 @@ import pytest
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
+from boss_agent.runner.context import RunContext
+from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import (
     SCRATCH_KEEP_S,
+    Policy,
     link_scratch,
     record_thread_workdir,
     resolve_policy,
@@ -317,3 +321,19 @@ def test_a_scratch_dir_a_follow_up_uses_again_counts_as_used(tmp_path: Path) -> 
     os.utime(first, (week_ago, week_ago))
     assert resolve_workdir(Task("t-again", "p", codex_thread_ref="thread-1"), config) == first
     assert sweep_scratch(config) == 0 and first.is_dir()
+
+
+def test_a_thread_s_settings_hold_the_task_s_limits_only_when_nothing_is_looser(tmp_path: Path) -> None:
+    """``thread/resume``'s report of a thread, against a workspace-write task in ``tmp_path``."""
+    policy = Policy("on-request", "workspace-write", "remote")
+    ctx = RunContext(Task("t", "p"), make_config(tmp_path), SinkDefaults(), asyncio.Event(), tmp_path, policy,
+                     CardFeed(SinkDefaults(), backend="app_server", workdir=str(tmp_path)))
+    held = {"cwd": str(tmp_path), "approvalPolicy": "on-request",
+            "sandbox": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False}}
+    assert ctx.limits_hold(held)
+    assert not ctx.limits_hold({**held, "cwd": str(tmp_path / "elsewhere")})
+    assert not ctx.limits_hold({**held, "approvalPolicy": "never"})
+    assert not ctx.limits_hold({**held, "sandbox": {"type": "dangerFullAccess"}})
+    assert not ctx.limits_hold({**held, "sandbox": {**held["sandbox"], "networkAccess": True}})
+    assert not ctx.limits_hold({**held, "sandbox": {**held["sandbox"], "writableRoots": ["/home"]}})
+    assert not ctx.limits_hold(None)
