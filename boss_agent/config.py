@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 
 from boss_agent.errors import ConfigError
+from boss_agent.ids import ID_RULE, valid_id
 from boss_agent.netaddr import address_is_loopback, check_redis_url, check_server_url
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,23 @@ def _opt_str(value: Any) -> str | None:
     if value is None or value == "":
         return None
     return _str(value)
+
+
+def _gateway_id(value: Any) -> str:
+    if not valid_id(value):
+        raise ValueError(f"expected an id of {ID_RULE}")
+    return value
+
+
+def _opt_gateway_id(value: Any) -> str | None:
+    return None if value is None or value == "" else _gateway_id(value)
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    ids = _list(_gateway_id)(value)
+    if not ids:
+        raise ValueError("expected at least one agent type")
+    return ids
 
 
 def _bool(value: Any) -> bool:
@@ -204,9 +222,9 @@ KEYS: tuple[Key, ...] = (
         "CA certificate (PEM) that signed a rediss:// server's certificate (default: the system's)"),
     Key("gateway.allow_insecure_redis", "BOSS_GATEWAY_ALLOW_INSECURE_REDIS", False, _bool,
         "allow a plain redis:// to another machine without an ACL user (anyone on the path can queue tasks)"),
-    Key("gateway.agent_types", "BOSS_GATEWAY_AGENT_TYPES", ("boss_local_agent",), _list(_str),
+    Key("gateway.agent_types", "BOSS_GATEWAY_AGENT_TYPES", ("boss_local_agent",), _ids,
         "agent-type streams to consume"),
-    Key("gateway.worker_id", "BOSS_GATEWAY_WORKER_ID", None, _opt_str,
+    Key("gateway.worker_id", "BOSS_GATEWAY_WORKER_ID", None, _opt_gateway_id,
         "worker id (default: derived from the device id)"),
     Key("gateway.consumer_group", "BOSS_GATEWAY_CONSUMER_GROUP", "agent_engines", _str,
         "consumer group name"),
