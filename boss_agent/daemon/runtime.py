@@ -319,7 +319,8 @@ class Daemon:
 
     async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
-        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks))
+        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks),
+                                thread_wait_s=self.config.codex.approval_timeout_s)
         self.slots = self.runs.slots
         device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
         self.device_id = device_id

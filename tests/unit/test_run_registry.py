@@ -74,8 +74,8 @@ class RaisingRunner:
 
 
 async def test_a_runner_that_raises_becomes_a_failed_internal_error_result() -> None:
-    result = await RunRegistry.call_runner(RaisingRunner(), Task("t1", "hi"), None,  # type: ignore[arg-type]
-                                           asyncio.Event())
+    result = await RunRegistry(Slots(1)).call_runner(Run("boss", "t1"), RaisingRunner(),
+                                                     Task("t1", "hi"), None)  # type: ignore[arg-type]
     assert (result.status, result.error_code) == ("failed", "internal_error")
     assert result.error_message == "RuntimeError"  # the class name only, never the message
 
