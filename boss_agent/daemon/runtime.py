@@ -92,6 +92,7 @@ def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
         "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
         "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
         "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_resume_dropped": counts.get("resume_dropped", 0),
         "gateway_projects": status.get("projects") or [],
     }
 
