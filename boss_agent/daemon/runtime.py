@@ -376,6 +376,8 @@ class Daemon:
             self.runner.config = result.config  # read per task: running tasks keep theirs
         if self.source is not None:
             self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        if self.runs is not None:  # how long a task waits for its thread's running turn
+            self.runs.thread_wait_s = result.config.codex.approval_timeout_s
         if self.gateway is not None and "projects" in result.applied:
             self.gateway.apply_projects(result.config.projects)  # ids only: what peers route by
         logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())
