@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 
 from boss_agent.errors import ConfigError
+from boss_agent.ids import ID_RULE, valid_id
 from boss_agent.netaddr import check_server_url
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,23 @@ def _opt_str(value: Any) -> str | None:
     if value is None or value == "":
         return None
     return _str(value)
+
+
+def _gateway_id(value: Any) -> str:
+    if not valid_id(value):
+        raise ValueError(f"expected an id of {ID_RULE}")
+    return value
+
+
+def _opt_gateway_id(value: Any) -> str | None:
+    return None if value is None or value == "" else _gateway_id(value)
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    ids = _list(_gateway_id)(value)
+    if not ids:
+        raise ValueError("expected at least one agent type")
+    return ids
 
 
 def _bool(value: Any) -> bool:
@@ -184,9 +202,9 @@ KEYS: tuple[Key, ...] = (
     Key("gateway.enabled", "BOSS_GATEWAY_ENABLED", False, _bool, "also take tasks from Redis"),
     Key("gateway.redis_url", "BOSS_REDIS_URL", "redis://127.0.0.1:6379/0",
         _url(("redis", "rediss", "unix")), "Redis for the gateway"),
-    Key("gateway.agent_types", "BOSS_GATEWAY_AGENT_TYPES", ("boss_local_agent",), _list(_str),
+    Key("gateway.agent_types", "BOSS_GATEWAY_AGENT_TYPES", ("boss_local_agent",), _ids,
         "agent-type streams to consume"),
-    Key("gateway.worker_id", "BOSS_GATEWAY_WORKER_ID", None, _opt_str,
+    Key("gateway.worker_id", "BOSS_GATEWAY_WORKER_ID", None, _opt_gateway_id,
         "worker id (default: derived from the device id)"),
     Key("gateway.consumer_group", "BOSS_GATEWAY_CONSUMER_GROUP", "agent_engines", _str,
         "consumer group name"),

@@ -64,6 +64,11 @@ def test_workspaces_from_the_environment_are_split_and_resolved(tmp_path: Path) 
         ("[codex]\nnot_a_key = 1\n", {}, "codex.not_a_key"),
         ("", {"BOSS_GATEWAY_ENABLED": "perhaps"}, "gateway.enabled"),
         ("max_concurrent_tasks = [\n", {}, "not valid TOML"),
+        # Ids the gateway protocol would refuse fail at load, never in a supervisor's retry loop.
+        ("[gateway]\nagent_types = ['bad id!']\n", {}, "gateway.agent_types"),
+        ("[gateway]\nagent_types = []\n", {}, "gateway.agent_types"),
+        ("", {"BOSS_GATEWAY_WORKER_ID": "x y"}, "gateway.worker_id"),
+        ("[gateway]\nworker_id = 'a..b'\n", {}, "gateway.worker_id"),
     ],
 )
 def test_a_bad_value_names_the_key_in_one_line(tmp_path: Path, text: str, environ: dict[str, str],
