@@ -45,7 +45,8 @@ _WEB_ACTION = {"search": "web search", "openPage": "opened a web page",
 
 
 def upsert(records: tuple[Any, ...], key: int | None, record: Any, cap: int) -> tuple[Any, ...]:
-    """Replace the record with ``key`` or append; keep only the newest ``cap``."""
+    """Replace the record with ``key`` or append; keep at most ``cap`` (bounds.trim:
+    the unresolved ones, then the newest)."""
     return upsert_counted(records, key, record, cap)[0]
 
 
