@@ -21,6 +21,7 @@ from boss_agent.controlplane.approval_store import poll_answer
 from boss_agent.controlplane.db import Database
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
 from boss_agent.controlplane.events import Broadcaster, Signal
+from boss_agent.controlplane.phones import Phones
 from boss_agent.controlplane.queue import TaskQueue
 from boss_agent.errors import ControlPlaneError
 
@@ -31,6 +32,7 @@ class Core:
     def __init__(self, db_path: Path, lease_s: float, clock: Any = time.time) -> None:
         self.db = Database(db_path, clock)
         self.devices = Devices(self.db)
+        self.phones = Phones(self.db)
         self.queue = TaskQueue(self.db, lease_s)
         self.queue_changed = Signal()
         self.approvals_changed = Signal()
@@ -106,6 +108,11 @@ class Core:
         self.queue_changed.fire()  # its parked claims look again, and get their 401 now
         for task_id in self.queue.expire_leases(device_id):
             self._task_changed(task_id)
+
+    def revoke_phone(self, phone_id: str) -> None:
+        self.phones.revoke(phone_id)
+        logger.info("phone %s revoked", phone_id)
+        self.events.end_holder(phone_id)  # its open pages lose their live stream at once
 
     def sweep_leases(self) -> list[str]:
         expired = self.queue.expire_leases()

@@ -49,19 +49,21 @@ def format_code(digits: str) -> str:
 class AttemptLimiter:
     """Wrong pairing codes per client over a sliding window (in memory: a restart forgives)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_failures: int = MAX_FAILED_PAIRINGS, window_s: float = PAIRING_WINDOW_S) -> None:
         self.failures: dict[str, list[float]] = {}
+        self.max_failures = max_failures
+        self.window_s = window_s
 
     def retry_after(self, client: str, now: float) -> int | None:
         """Seconds until ``client`` may try again, or None when it may now."""
-        recent = [t for t in self.failures.get(client, []) if t > now - PAIRING_WINDOW_S]
+        recent = [t for t in self.failures.get(client, []) if t > now - self.window_s]
         if recent:
             self.failures[client] = recent
         else:
             self.failures.pop(client, None)
-        if len(recent) < MAX_FAILED_PAIRINGS:
+        if len(recent) < self.max_failures:
             return None
-        return max(1, int(recent[0] + PAIRING_WINDOW_S - now) + 1)
+        return max(1, int(recent[0] + self.window_s - now) + 1)
 
     def failed(self, client: str, now: float) -> None:
         if client not in self.failures and len(self.failures) >= MAX_TRACKED_CLIENTS:
