@@ -24,11 +24,9 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from boss_agent.errors import ConfigError
 
 # ``host`` or ``[v6]``, then an optional ASCII port: no userinfo, no second colon, no spaces.
 _HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
@@ -68,22 +66,6 @@ def _ip_is_loopback(text: str) -> bool:
 
 def host_port(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-
-
-def public_origin(text: str) -> str:
-    """A ``local.public_origins`` entry as an exact origin, or ValueError."""
-    parts = urlsplit(text.strip())
-    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") or parts.query \
-            or parts.fragment or parts.username or parts.password:
-        raise ValueError(f"{text!r} is not an https:// origin (scheme, host and optional port only)")
-    return f"https://{parts.netloc.lower()}"
-
-
-def check_public_origins(origins: tuple[str, ...]) -> tuple[str, ...]:
-    try:
-        return tuple(public_origin(o) for o in origins)
-    except ValueError as exc:
-        raise ConfigError(f"local.public_origins: {exc}") from None
 
 
 def _netloc(origin: str) -> str:
