@@ -25,6 +25,7 @@ from boss_agent.aio import race
 from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
+from boss_agent.controlplane.server import phone_doors
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo.model import demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity
@@ -67,7 +68,8 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
     async with contextlib.AsyncExitStack() as stack:
         try:
             plane = await stack.enter_async_context(ControlPlane(db_path, host=host, port=port,
-                                                                 rotate_secret=rotate_secret))
+                                                                 rotate_secret=rotate_secret,
+                                                                 **phone_doors(config.local)))
         except OSError as exc:
             raise ConfigError(_listen_error(host, port, exc)) from exc
         codex_home = None

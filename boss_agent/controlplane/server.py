@@ -38,6 +38,7 @@ from boss_agent.controlplane.wire import error_middleware
 from boss_agent.controlplane.origins import host_port
 from boss_agent.controlplane.phone_api import PHONE_DOOR_KEY, PhoneDoor
 from boss_agent.netaddr import address_is_loopback, parse_listen, public_origin
+from boss_agent.config import LocalSettings
 from boss_agent.errors import ConfigError, ControlPlaneError
 from boss_agent.identity import write_atomic
 
@@ -48,6 +49,12 @@ SHUTDOWN_GRACE_S = 2.0  # long polls answer at once on exit; this only bounds a 
 SWEEP_MIN_S, SWEEP_MAX_S = 0.1, 5.0  # the sweeper looks for expired leases at a quarter lease, within these
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes fits comfortably
 WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn fits
+
+
+def phone_doors(local: LocalSettings) -> dict[str, Any]:
+    """The ``ControlPlane`` arguments of the ``local.*`` config keys."""
+    return {"listen": local.listen, "public_origins": local.public_origins,
+            "tls_cert": local.tls_cert, "tls_key": local.tls_key}
 
 
 def build_app(core: Core, doors: Doors) -> web.Application:
@@ -279,12 +286,15 @@ async def serve(
     *,
     ready: Callable[[ControlPlane], None] | None = None,
     rotate_secret: bool = False,
+    local: LocalSettings | None = None,
 ) -> None:
     """Run a control plane until cancelled (`boss-agent devserver`); prints nothing itself.
 
-    ``ready`` is called once it listens (the CLI prints ``page_url`` there).
+    ``ready`` is called once it listens (the CLI prints ``page_url`` there); ``local``
+    opens the phones' ways in (``local.*`` config keys).
     """
-    async with ControlPlane(db_path, host=host, port=port, rotate_secret=rotate_secret) as plane:
+    async with ControlPlane(db_path, host=host, port=port, rotate_secret=rotate_secret,
+                            **phone_doors(local or LocalSettings())) as plane:
         if ready is not None:
             ready(plane)
         await asyncio.Event().wait()
