@@ -109,10 +109,20 @@ class Core:
         for task_id in self.queue.expire_leases(device_id):
             self._task_changed(task_id)
 
+    def pair_phone(self, code: str, name: str, client: str) -> tuple[str, str]:
+        phone_id, token = self.phones.pair(code, name, client)
+        logger.info("phone %s paired", phone_id)
+        self._phones_changed()
+        return phone_id, token
+
     def revoke_phone(self, phone_id: str) -> None:
         self.phones.revoke(phone_id)
         logger.info("phone %s revoked", phone_id)
         self.events.end_holder(phone_id)  # its open pages lose their live stream at once
+        self._phones_changed()
+
+    def _phones_changed(self) -> None:
+        self.events.publish("phones", {"phones": self.phones.phones()}, owner_only=True)
 
     def sweep_leases(self) -> list[str]:
         expired = self.queue.expire_leases()

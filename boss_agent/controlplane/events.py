@@ -68,8 +68,11 @@ class Broadcaster:
         finally:
             self._subscribers.discard(sub)
 
-    def publish(self, kind: str, payload: Any) -> None:
+    def publish(self, kind: str, payload: Any, *, owner_only: bool = False) -> None:
+        """To every stream; ``owner_only``: not to phones' streams (the phone list is the owner's)."""
         for sub in list(self._subscribers):
+            if owner_only and sub.holder is not None:
+                continue
             if not sub.offer((kind, payload)):
                 logger.warning("dropping a live-event subscriber that fell %d events behind", SUBSCRIBER_QUEUE_MAX)
                 self._subscribers.discard(sub)

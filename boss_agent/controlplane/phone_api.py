@@ -73,7 +73,7 @@ async def pair(request: web.Request) -> web.Response:
     body = await json_body(request)
     code = need_str(body, "code", limit=64)
     name = need_str(body, "name", optional=True, limit=100) or "phone"
-    phone_id, token = request.app[CORE_KEY].phones.pair(code, name, door(request).client)
+    phone_id, token = request.app[CORE_KEY].pair_phone(code, name, door(request).client)
     response = web.json_response({"phoneId": phone_id, "token": token}, status=201)
     if door(request).https:
         response.set_cookie(PHONE_COOKIE, token, secure=True, httponly=True, samesite="Strict", path="/",

@@ -19,7 +19,11 @@ from boss_agent.controlplane.security import DOORS_KEY, door, same
 from boss_agent.controlplane.wire import error_response
 
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+ASSETS = {"app.js": "text/javascript", "phones.js": "text/javascript", "style.css": "text/css",
+          "icon.svg": "image/svg+xml"}
+# At the root, where a service worker's scope must be and a manifest is looked for.
+ROOT_FILES = {"/sw.js": ("sw.js", "text/javascript"), "/manifest.webmanifest": ("manifest.webmanifest",
+                                                                                  "application/manifest+json")}
 
 routes = web.RouteTableDef()
 
@@ -33,6 +37,13 @@ async def page(request: web.Request) -> web.StreamResponse:
     if door(request).kind != "loopback" or not same(token, doors.secret):
         return error_response(401, "unauthorized", "the token in this URL is not this control plane's")
     return web.Response(status=303, headers={"Location": f"/#session={doors.new_session()}"})
+
+
+@routes.get("/sw.js")
+@routes.get("/manifest.webmanifest")
+async def root_file(request: web.Request) -> web.StreamResponse:
+    name, kind = ROOT_FILES[request.path]
+    return web.FileResponse(STATIC / name, headers={"Content-Type": f"{kind}; charset=utf-8"})
 
 
 @routes.get("/static/{name}")

@@ -499,13 +499,19 @@ function onSnapshot(data) {
 
 async function connect() {
   const status = await readEvents("/api/local/events", {
-    open: () => setConnection("live", "live"),
-    snapshot: onSnapshot,
+    open: () => { setConnection("live", "live"); showRole(); },
+    snapshot: (data) => { onSnapshot(data); noticeApprovals(); },
     device: (d) => { devices.set(d.deviceId, d); renderDevice(d); },
-    task: (t) => { tasks.set(t.taskId, t); renderTask(t); },
+    task: (t) => { tasks.set(t.taskId, t); renderTask(t); noticeApprovals(); },
+    phones: (data) => renderPhones(data.phones),  // phones.js; sent to the owner's page only
   }).catch(() => 0);
   if (status === 401) {
-    setConnection("unauthorized", "not signed in: open the page URL printed by boss-agent up (or boss-agent page)");
+    if (document.body.dataset.role === "phone") {  // revoked: what it showed is no longer its to see
+      onSnapshot({ devices: [], tasks: [] });
+      setConnection("unauthorized", "this phone is no longer paired: pair it again with boss-agent phone pair");
+    } else {
+      setConnection("unauthorized", "not signed in: open the page URL printed by boss-agent up (or boss-agent page)");
+    }
     return;
   }
   setConnection("offline", "offline, retrying…");
@@ -541,7 +547,7 @@ function setUp() {
   });
   window.addEventListener("hashchange", applyThreadView);
   applyThreadView();
-  connect();
+  if (!startPairing()) connect();  // phones.js: a phone with a #pair= code pairs first
 }
 
 document.addEventListener("DOMContentLoaded", setUp);
