@@ -40,6 +40,7 @@ class Core:
         self.parked_claims = 0
         self.events = Broadcaster()
         self.closing = asyncio.Event()
+        self._offline: set[str] = set()  # devices the page was last told are offline
 
     def stop(self) -> None:
         """Answer every long poll now and end every stream (the database stays open)."""
@@ -129,7 +130,17 @@ class Core:
         for task_id in expired:
             logger.warning("task %s abandoned: its device stopped renewing the lease", task_id)
             self._task_changed(task_id)
+        self._sweep_offline()
         return expired
+
+    def _sweep_offline(self) -> None:
+        """Tell the page about each device that went offline since the last sweep."""
+        for view in self.devices.devices():
+            if view["state"] != "offline":
+                self._offline.discard(view["deviceId"])
+            elif view["deviceId"] not in self._offline:
+                self._offline.add(view["deviceId"])
+                self.events.publish("device", view)
 
     # -- device operations ------------------------------------------------------
 

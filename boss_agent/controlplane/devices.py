@@ -28,6 +28,7 @@ PAIRING_CODE_DIGITS = 6
 MAX_FAILED_PAIRINGS = 10  # per client and window: a typo or two is fine; a million-code search is not
 PAIRING_WINDOW_S = 600  # one code's TTL: a client gets ten guesses per code lifetime at most
 MAX_TRACKED_CLIENTS = 4096  # bounds the memory a flood of source addresses can take
+OFFLINE_AFTER_S = 60  # four missed 15 s heartbeats (the lease): the device reads offline, not its last state
 DEVICE_INFO_KEYS = ("deviceName", "hostname", "platform", "arch", "agentVersion")
 HEARTBEAT_KEYS = ("agentVersion", "state", "runningTaskIds", "maxConcurrentTasks", "capabilities", "system")
 
@@ -152,6 +153,13 @@ class Devices:
     def devices(self) -> list[dict[str, Any]]:
         return [self._view(row) for row in self.db.all("SELECT * FROM devices ORDER BY paired_at")]
 
+    def _state(self, row: Any, beat: dict[str, Any]) -> str | None:
+        last = row["last_heartbeat_at"] or row["paired_at"]
+        if row["revoked_at"] is None and self.db.clock() - last > OFFLINE_AFTER_S:
+            return "offline"  # a dead `up` on an old port, a laptop asleep: not "idle"
+        state: str | None = beat.get("state")
+        return state
+
     def _view(self, row: Any) -> dict[str, Any]:
         beat = loads(row["heartbeat"]) or {}
         return {
@@ -161,7 +169,7 @@ class Devices:
             "revoked": row["revoked_at"] is not None,
             "revokedAt": iso(row["revoked_at"]),
             "lastHeartbeatAt": iso(row["last_heartbeat_at"]),
-            "state": beat.get("state"),
+            "state": self._state(row, beat),
             "runningTaskIds": beat.get("runningTaskIds") or [],
             "maxConcurrentTasks": beat.get("maxConcurrentTasks"),
             "capabilities": beat.get("capabilities"),
