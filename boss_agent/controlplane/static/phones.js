@@ -128,6 +128,7 @@ async function notify(view, approval) {
     if (!("Notification" in window) || Notification.permission !== "granted") return;
     const registration = await navigator.serviceWorker.ready;
     await registration.showNotification(title, options);
+    document.body.dataset.notified = approval.approvalId;  // the last one shown (a test can wait on it)
   } catch (err) { /* notifications are a courtesy: the title and the page still say it */ }
 }
 

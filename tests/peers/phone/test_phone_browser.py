@@ -84,6 +84,7 @@ async def test_a_phone_browser_pairs_is_told_of_an_approval_approves_and_is_revo
                 await device.claim()
                 await device.ask(task_id, "apr_1", summary="Run the test suite")
                 await phone.wait_for("title", "(1) approval waiting")
+                await phone.wait_for('body[data-notified="apr_1"]')  # showNotification resolved
                 assert await phone.execute_async(NOTIFICATIONS) == ["An approval waits"]
                 await phone.screenshot(ARTIFACTS / "phone-approval.png")
                 async with asyncio.TaskGroup() as group:
