@@ -38,6 +38,7 @@ from boss_agent.errors import (
 from boss_agent.daemon.statefile import read_state
 from boss_agent.identity import LOCAL_ID_FILE, TOKEN_FILE, load_identity
 from boss_agent.sources.gateway.probe import describe, probe_worker
+from boss_agent.netaddr import REDIS_ACL, REDIS_INSECURE, REDIS_LOOPBACK, REDIS_TLS, redis_security, redis_url_shown
 from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
@@ -208,17 +209,18 @@ async def check_server(config: Config) -> Check:
 async def check_redis(config: Config) -> Check:
     if not config.gateway.enabled:
         return _check("redis", "ok", "gateway off; not needed")
-    import redis.asyncio as aioredis
     from redis.exceptions import RedisError
 
-    client = aioredis.Redis.from_url(config.gateway.redis_url, socket_connect_timeout=REDIS_TIMEOUT_S,
-                                     socket_timeout=REDIS_TIMEOUT_S)
+    from boss_agent.sources.gateway.connect import redis_client
+
     gw = config.gateway
+    shown = redis_url_shown(gw.redis_url)
+    client = redis_client(gw, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S)
     try:
         async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
             facts = await probe_worker(client, _worker_id(config), gw.agent_types, gw.consumer_group)
     except (RedisError, OSError, TimeoutError) as exc:
-        return _check("redis", "fail", f"{gw.redis_url}: {_why(exc)}",
+        return _check("redis", "fail", f"{shown} ({_redis_security(gw.redis_url)}): {_why(exc)}",
                       "start Redis, or fix gateway.redis_url, or set gateway.enabled = false")
     finally:
         await client.aclose()
@@ -226,7 +228,19 @@ async def check_redis(config: Config) -> Check:
     state = read_state(config.state_dir) or {}
     if facts["lease"] and state.get("gateway_poison") is not None:
         detail += f"; {state['gateway_poison']} poison entries dropped since start"
-    return _check("redis", "ok", f"{gw.redis_url} answers PING; {detail}")
+    security = _redis_security(gw.redis_url)
+    if redis_security(gw.redis_url) == REDIS_INSECURE:
+        return _check("redis", "warn", f"{shown} ({security}) answers PING; {detail}",
+                      "use rediss:// or an ACL user and password, then drop gateway.allow_insecure_redis")
+    return _check("redis", "ok", f"{shown} ({security}) answers PING; {detail}")
+
+
+_REDIS_SECURITY = {REDIS_TLS: "TLS", REDIS_ACL: "ACL user, no TLS", REDIS_LOOPBACK: "loopback",
+                   REDIS_INSECURE: "insecure: no TLS, no ACL user, not loopback"}
+
+
+def _redis_security(url: str) -> str:
+    return _REDIS_SECURITY[redis_security(url)]
 
 
 def _worker_id(config: Config) -> str:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from boss_agent import __version__
 from boss_agent.aio import race
 from boss_agent.config import Config, load_config
-from boss_agent.netaddr import check_server_url
+from boss_agent.netaddr import check_redis_url, check_server_url
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
@@ -238,24 +238,33 @@ class Daemon:
     async def run(self, ready: asyncio.Event | None = None) -> None:
         state_dir = ensure_state_dir(self.config.state_dir)
         gateway_only = self.config.gateway.enabled and not self.config.server_url
+        if self.config.gateway.enabled:  # refused at load unless allowed: then it warns here
+            check_redis_url(self.config.gateway.redis_url, self.config.gateway.allow_insecure_redis)
         with InstanceLock(state_dir), self.shutdown:
             try:
-                if gateway_only:  # a Redis-only device needs no pairing
-                    identity = load_identity(state_dir)
-                else:
-                    identity = await wait_for_identity(state_dir, self.shutdown.stopping,
-                                                       self._waiting_for_pairing)
-                    if identity is None:
-                        return  # stopped before anyone paired this device
-                if identity is not None:
-                    check_server_url(identity.server_url, self.config.allow_insecure_http)
-                async with contextlib.AsyncExitStack() as stack:
-                    if self.runner is None:
-                        await self._start_codex(stack)
-                    await self._serve(identity, ready)
+                await self._run_locked(state_dir, gateway_only, ready)
             finally:
                 self._enter(DaemonPhase.STOPPED)
                 self.write_state()
+
+    async def _run_locked(self, state_dir: Path, gateway_only: bool, ready: asyncio.Event | None) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            if self.config.metrics_listen is not None:  # only then: prometheus_client costs memory
+                from boss_agent.daemon.metrics import serve_metrics
+
+                await stack.enter_async_context(serve_metrics(self, *self.config.metrics_listen))
+            if gateway_only:  # a Redis-only device needs no pairing
+                identity = load_identity(state_dir)
+            else:
+                identity = await wait_for_identity(state_dir, self.shutdown.stopping,
+                                                   self._waiting_for_pairing)
+                if identity is None:
+                    return  # stopped before anyone paired this device
+            if identity is not None:
+                check_server_url(identity.server_url, self.config.allow_insecure_http)
+            if self.runner is None:
+                await self._start_codex(stack)
+            await self._serve(identity, ready)
 
     def _waiting_for_pairing(self) -> None:
         self._enter(DaemonPhase.WAITING_FOR_PAIRING)

@@ -89,13 +89,23 @@ def _label(value: Any) -> str | None:
     return None
 
 
+# codex's sandboxPolicy types in the task's own words, as boss/limits names them.
+SANDBOX_LABELS = {"readOnly": "read-only", "workspaceWrite": "workspace-write",
+                  "dangerFullAccess": "danger-full-access", "externalSandbox": "external-sandbox"}
+
+
+def _sandbox_label(value: Any) -> str | None:
+    label = _label(value)
+    return SANDBOX_LABELS.get(label, label) if label else None
+
+
 def settings_updated(card: Card, params: Mapping[str, Any]) -> Card:
     """Labels only: no cwd, no writable roots, no developer instructions."""
     s = params.get("threadSettings") or {}
     mode = s.get("collaborationMode")
     return card.evolve(threadSettings=Settings(
         _label(s.get("model")), _label(s.get("modelProvider")), _label(s.get("approvalPolicy")),
-        _label(s.get("sandboxPolicy")), _label(mode.get("mode")) if isinstance(mode, Mapping) else None,
+        _sandbox_label(s.get("sandboxPolicy")), _label(mode.get("mode")) if isinstance(mode, Mapping) else None,
         _label(s.get("effort"))))
 
 

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from boss_agent import metrics
 from boss_agent.progress.approval_view import (
     ELICITATION,
     MAX_QUESTIONS,
@@ -198,8 +199,9 @@ class Approvals:
             questions=view.questions, details=view.extras, detail=view.detail,
         )
         try:
-            async with asyncio.timeout(self.timeout_s):
-                return await self.sink.request_approval(ask)
+            with metrics.approval_waiting():
+                async with asyncio.timeout(self.timeout_s):
+                    return await self.sink.request_approval(ask)
         except TimeoutError:
             logger.info("approval %s timed out; declining", aid)
             await self._withdraw(aid, "timeout")

@@ -37,10 +37,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from boss_agent import metrics
 from boss_agent.sources.contract import ThreadRegistry
 from boss_agent.sources.slots import Slots
 from boss_agent.redact import sanitize_text
@@ -235,14 +237,25 @@ class RunRegistry:
     # ------------------------------------------------------------------ the runner
 
     @staticmethod
-    async def call_runner(runner: TaskRunner, task: Task, sink: TaskSink,
-                          cancel: asyncio.Event) -> TaskResult:
-        """``runner.run``, with an exception from it turned into a ``failed`` result."""
+    async def call_runner(runner: TaskRunner, task: Task, sink: TaskSink, cancel: asyncio.Event, *,
+                          source: str = "unknown", agent_type: str | None = None) -> TaskResult:
+        """``runner.run``, with an exception from it turned into a ``failed`` result.
+
+        Both sources run every task through here, so this is where tasks are counted
+        and timed (``metrics``): a run cut off by shutdown counts as ``cancelled``.
+        """
+        started = time.monotonic()
+        result = TaskResult(status="cancelled", error_code="agent_shutdown")
+        metrics.task_started(source, agent_type)
         try:
-            return await runner.run(task, sink, cancel)
+            result = await runner.run(task, sink, cancel)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
             logger.exception("the runner raised on task %s", task.task_id)
-            return TaskResult(status="failed", error_code="internal_error",
-                              error_message=sanitize_text(exc.__class__.__name__, limit=200))
+            result = TaskResult(status="failed", error_code="internal_error",
+                                error_message=sanitize_text(exc.__class__.__name__, limit=200))
+        finally:
+            metrics.task_finished(source, result.status, result.backend, result.error_code,
+                                  time.monotonic() - started, agent_type)
+        return result

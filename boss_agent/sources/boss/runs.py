@@ -229,6 +229,6 @@ class TaskRuns:
 
     async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
         logger.info("task %s started (%s)", task.task_id, task.intent)
-        result = await self.registry.call_runner(self.runner, task, sink, cancel)
+        result = await self.registry.call_runner(self.runner, task, sink, cancel, source=SOURCE)
         logger.info("task %s finished: %s", task.task_id, result.status)
         return result

@@ -270,7 +270,8 @@ class Execution:
     async def _call_runner(self) -> TaskResult:
         try:
             return await self.shared.runs.call_runner(self.shared.runner, self.task, self.sink,
-                                                      self.cancel)
+                                                      self.cancel, source=SOURCE,
+                                                      agent_type=self.reporter.publisher.ctx.agent_type)
         except asyncio.CancelledError:
             if not self._forced:
                 raise

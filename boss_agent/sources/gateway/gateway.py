@@ -40,10 +40,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any, cast
 
-import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 from redis.typing import KeyT, StreamIdT
 
+from boss_agent import metrics
 from boss_agent.config import Config
 from boss_agent.errors import (
     BadCommand,
@@ -54,6 +54,7 @@ from boss_agent.errors import (
 )
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.gateway import keys, wire
+from boss_agent.sources.gateway.connect import redis_client
 from boss_agent.sources.gateway.execution import (
     SOURCE,
     Entry,
@@ -102,8 +103,8 @@ class Gateway:
         self.max_concurrent = max_concurrent
         self.timing = timing or GatewayTiming()
         self.group = config.gateway.consumer_group
-        self.redis = aioredis.Redis.from_url(
-            redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+        self.redis = redis_client(
+            config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
         self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
@@ -341,6 +342,7 @@ class Gateway:
 
     async def _poison(self, entry: Entry, exc: BadCommand) -> None:
         self.shared.stats["poison"] += 1
+        metrics.gateway_poison()
         logger.warning("poison entry on %s acked as failed: %s", entry.stream, exc)
         header = exc.header if isinstance(exc.header, wire.Header) else None
         if header is not None:
