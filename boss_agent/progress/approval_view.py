@@ -132,15 +132,36 @@ def _name(words: list[str]) -> str | None:
     return name
 
 
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def _without_heredoc_bodies(text: str) -> str:
+    """The script with each here-document's body left out: its lines are data, not commands."""
+    out: list[str] = []
+    ends: list[str] = []
+    lines = text.split("\n")
+    for line in lines:
+        if ends:
+            if line.strip() == ends[0]:  # <<- allows leading tabs; a plain << too is judged generously
+                ends.pop(0)
+            continue
+        out.append(line)
+        ends.extend(m.group(2) for m in _HEREDOC.finditer(line))
+    return "\n".join(out)
+
+
 def parse(command: str | list[str]) -> Parsed:
     """The shell structure of ``command``; a ``bash -c SCRIPT`` wrapper is its script."""
     text = command if isinstance(command, str) else shlex.join(str(w) for w in command)
     tokens = _lex(text)
+    if tokens is not None and len(tokens) == 3 and os.path.basename(tokens[0]) in SHELLS \
+            and tokens[1].startswith("-") and "c" in tokens[1] \
+            and not any(set(t) <= OPERATOR_CHARS for t in tokens):
+        return parse(tokens[2])
+    if "<<" in text:
+        tokens = _lex(_without_heredoc_bodies(text))
     if tokens is None:
         return Parsed((None,), True, True, True, False)
-    if len(tokens) == 3 and os.path.basename(tokens[0]) in SHELLS and tokens[1].startswith("-") \
-            and "c" in tokens[1] and not any(set(t) <= OPERATOR_CHARS for t in tokens):
-        return parse(tokens[2])
     substitution = "$" in text or "`" in text
     segments: list[list[str]] = [[]]
     operators = redirection = False

@@ -141,6 +141,9 @@ def test_a_compound_summary_names_every_program_not_just_the_first() -> None:
     assert _view("pytest -q", **IN_SANDBOX).risk == "low"  # one simple command, sandboxed, offline
     assert _view("echo hi > out", **IN_SANDBOX).summary == "Run echo (with redirection)"
     assert _view("a; b; c; d", **IN_SANDBOX).summary == "Run 4 commands: a, b, c +1 more"
+    # A here-document's lines are data: they name no program, the lines after it do.
+    assert _view("/bin/bash -lc 'cat <<EOF > f\nhi there\nEOF\nls'").summary == \
+        "Run 2 commands: cat, ls (outside the sandbox)"
     assert _view("GITHUB_TOKEN=ghp_abcdefghijklmnop1234 git push").summary == "Run git (outside the sandbox)"
 
 
