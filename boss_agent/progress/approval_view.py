@@ -65,6 +65,7 @@ MAX_REASON_CHARS = 200  # device API §6: Codex's stated reason, sanitized and s
 MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
 MAX_SCHEMA_CHARS = 10_000  # an MCP form has a handful of fields; a bigger one is not for a phone
 MAX_NAME_CHARS = 100  # a form property's or a question's id
+MAX_SUMMARY_CHARS = 200  # one line of a list or a notification; the detail has the rest
 ACCEPTING = ("accept", "acceptForSession")
 _CHANGE_KIND = {"add": "add", "delete": "delete", "update": "modify"}
 
@@ -456,6 +457,8 @@ def build(method: str, params: Mapping[str, Any], *, workdir: str | None, sandbo
         questions = _questions(params, workdir)
         count = len(params.get("questions") or [])
         summary, risk = f"Answer {count} question{'' if count == 1 else 's'}", "medium"
+    if len(summary) > MAX_SUMMARY_CHARS:
+        summary = summary[:MAX_SUMMARY_CHARS - 1] + "…"
     return ApprovalView(kind, summary, risk, detail, extras, questions)
 
 
