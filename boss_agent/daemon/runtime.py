@@ -92,6 +92,7 @@ def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
         "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
         "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
         "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_resume_dropped": counts.get("resume_dropped", 0),
         "gateway_projects": status.get("projects") or [],
     }
 
@@ -328,7 +329,8 @@ class Daemon:
 
     async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
-        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks))
+        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks),
+                                thread_wait_s=self.config.codex.approval_timeout_s)
         self.slots = self.runs.slots
         device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
         self.device_id = device_id
@@ -383,6 +385,8 @@ class Daemon:
             self.runner.config = result.config  # read per task: running tasks keep theirs
         if self.source is not None:
             self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        if self.runs is not None:  # how long a task waits for its thread's running turn
+            self.runs.thread_wait_s = result.config.codex.approval_timeout_s
         if self.gateway is not None and "projects" in result.applied:
             self.gateway.apply_projects(result.config.projects)  # ids only: what peers route by
         logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())

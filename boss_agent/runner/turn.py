@@ -229,6 +229,7 @@ class AppServerTurn:
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
+        listener.claim_turn(ctx.turn_id)  # its approvals are this task's, whoever else listens
         ctx.ran = True
         if ctx.thread_id is not None:
             await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)

@@ -106,7 +106,8 @@ class Gateway:
         self.redis = redis_client(
             config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
-        self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
+        self.runs = runs if runs is not None else RunRegistry(
+            Slots(max_concurrent), thread_wait_s=config.codex.approval_timeout_s)
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
         self.reclaimer = Reclaimer(self.shared, self.timing.reclaim_idle_ms, self._dispatch)
