@@ -165,10 +165,47 @@ function decisionText(view, approval) {
 function approvalFacts(approval) {
   const facts = [];
   if (approval.reason) facts.push(el("div", { class: "meta reason" }, `Reason: ${approval.reason}`));
-  for (const p of approval.permissions || []) facts.push(el("div", { class: "meta permission" }, `Asks for: ${p}`));
+  if (!(approval.detail && approval.detail.permissions)) {  // the detail lists them with access and scope
+    for (const p of approval.permissions || []) facts.push(el("div", { class: "meta permission" }, `Asks for: ${p}`));
+  }
   if (approval.message) facts.push(el("div", { class: "meta message" }, approval.message));
   if (approval.url) facts.push(el("div", { class: "meta url" }, `Open: ${approval.url}`));
   return facts;
+}
+
+// What accepting does (device API §6 detail): the warnings in plain words, the whole
+// command (every line, monospace, wrapped), its directory when not the task's, every
+// path of a patch or a permission, a tool's arguments. The device built and sanitized
+// it (approval_view.py); the page only lays it out. Only pending approvals carry it.
+function approvalWarnings(detail) {
+  const paths = [...(detail.files || []), ...(detail.permissions || [])];
+  return [
+    detail.escalated && "runs outside the sandbox",
+    (detail.outsideWorkspace || detail.grantRoot || paths.some((p) => p && p.outsideWorkspace)) &&
+      "touches files outside the workspace",
+    detail.network && "network",
+    detail.truncated && "too long to show whole: cannot be accepted",
+  ].filter(Boolean);
+}
+
+function approvalDetail(approval) {
+  const detail = approval.detail;
+  if (!detail || typeof detail !== "object") return null;
+  const parts = approvalWarnings(detail).map((w) => el("div", { class: "warning" }, `⚠ ${w}`));
+  if (typeof detail.command === "string") {
+    parts.push(el("pre", { class: "command" }, detail.command));
+    if (detail.cwd && detail.cwd !== ".") parts.push(el("div", { class: "meta cwd" }, `in ${detail.cwd}`));
+  }
+  if (Array.isArray(detail.files)) parts.push(el("ul", { class: "paths" }, detail.files.map((f) =>
+    el("li", { class: f.outsideWorkspace ? "outside" : null }, `${f.kind}: `, el("code", {}, f.path)))));
+  if (Array.isArray(detail.permissions)) parts.push(el("ul", { class: "paths" }, detail.permissions.map((p) =>
+    el("li", { class: p.outsideWorkspace ? "outside" : null }, `${p.access} (${p.scope}): `, el("code", {}, p.path)))));
+  if ("tool" in detail) {
+    parts.push(el("div", { class: "meta tool" }, `${detail.server} / ${detail.tool}`));
+    parts.push(el("pre", { class: "arguments" }, typeof detail.arguments === "string"
+      ? detail.arguments : JSON.stringify(detail.arguments, null, 2)));
+  }
+  return el("div", { class: "detail" }, parts);
 }
 
 function renderApproval(view, approval) {
@@ -177,6 +214,7 @@ function renderApproval(view, approval) {
     el("div", {}, el("strong", { class: "kind" }, approval.kind || "approval"),
       approval.risk ? el("span", { class: "chip risk" }, `${approval.risk} risk`) : null, " ",
       el("span", { class: "summary" }, approval.summary || "")),
+    approvalDetail(approval),
     approvalFacts(approval),
     el("div", { class: "meta decision" }, decisionText(view, approval)));
   const path = `/api/local/approvals/${encodeURIComponent(view.taskId)}/${encodeURIComponent(approval.approvalId)}`;
