@@ -230,3 +230,68 @@ def sanitize_text(
     if limit is not None and len(text) > limit:
         text = ("…" + text[-(limit - 1):]) if tail else (text[: limit - 1] + "…")
     return text
+
+
+# ------------------------------------------------------------------ shown for a decision
+
+REVEAL_LIMIT_BYTES = 16 * 1024  # device API §6: what a person approves is never cut before this
+_KEPT_CONTROLS = frozenset("\n\t")  # a command's lines and indentation are part of what it does
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _hidden(char: str) -> bool:
+    """A character a screen would not show as itself: control, format, bidi, zero-width,
+    separators other than the space, unassigned, and look-alike compatibility forms."""
+    if char in _KEPT_CONTROLS:
+        return False
+    if char.isascii():
+        return not char.isprintable()
+    category = unicodedata.category(char)
+    return (category[0] in "CZM" and char != " ") or bool(_INVISIBLE.match(char)) \
+        or unicodedata.normalize("NFKC", char) != char
+
+
+def visible(text: str) -> str:
+    """``text`` with every hidden character written as its escape (``\\x1b``, ``\\u202e``)."""
+    shown = "".join(_escape(c) if _hidden(c) else c for c in text)
+    if not unicodedata.is_normalized("NFKC", shown):  # characters that compose only in sequence
+        shown = "".join(c if c.isascii() else _escape(c) for c in shown)
+    return shown
+
+
+def home_relative(text: str, home: str | None = None) -> str:
+    """Absolute paths under the home directory as ``~/…``; every other path stays as it is."""
+    home = (home if home is not None else os.path.expanduser("~")).rstrip("/")
+    if not home or home not in text:
+        return text
+
+    def rewrite(match: re.Match[str]) -> str:
+        path = match.group(0)
+        if path == home:
+            return "~"
+        return "~/" + path[len(home) + 1:] if path.startswith(home + "/") else path
+    return _ABS_PATH.sub(rewrite, text)
+
+
+def reveal(value: object, *, home: str | None = None,
+           limit_bytes: int = REVEAL_LIMIT_BYTES) -> tuple[str, bool]:
+    """What a person decides on, shown exactly: ``(text, truncated)``.
+
+    Unlike ``sanitize_text`` nothing is dropped, folded or shortened: hidden characters
+    become visible escapes (``\\n`` and tabs stay, they are the command's lines), secrets
+    are masked by the same rules, paths under home become ``~``-relative (other absolute
+    paths stay whole, they are what the command touches). Only beyond ``limit_bytes``
+    (UTF-8) is the text cut, and ``truncated`` says so.
+    """
+    text = visible(value if isinstance(value, str) else str(value))
+    text = home_relative(mask_secrets(text), home)  # the text is NFKC-stable: only masks change it
+    raw = text.encode()
+    if len(raw) <= limit_bytes:
+        return text, False
+    return raw[:limit_bytes].decode(errors="ignore"), True

@@ -119,6 +119,29 @@ def check_service(config: Config) -> Check:
                                    f"{status.get('enabled')}, {status.get('active')}")
 
 
+def check_phones(config: Config) -> Check:
+    """How phones reach the page: listeners and their certificate's fingerprint, proxies."""
+    from boss_agent.cli.task_follow import controlplane_dir
+    from boss_agent.controlplane import tls
+
+    local = config.local
+    doors = [f"https://{entry.removeprefix('https://')}" for entry in local.listen] + list(local.public_origins)
+    if not doors:
+        return _check("phones", "ok", "loopback only (no local.listen, no local.public_origins)")
+    detail = ", ".join(doors)
+    if local.listen:
+        cert = local.tls_cert or tls.default_paths(controlplane_dir(config.state_dir))[0]
+        if not cert.exists():
+            if local.tls_cert:
+                return _check("phones", "fail", f"{detail}: no certificate at {cert}", "fix local.tls_cert")
+            return _check("phones", "ok", f"{detail}; the certificate is made at the first `boss-agent up`")
+        try:
+            detail += f"; certificate {tls.fingerprint(cert)}"
+        except ValueError:
+            return _check("phones", "fail", f"{detail}: {cert} is not a PEM certificate", "fix local.tls_cert")
+    return _check("phones", "ok", detail)
+
+
 # ----------------------------------------------------------------- network checks
 
 
@@ -349,4 +372,5 @@ def run_checks(config_path: str | Path | None) -> list[Check]:
     results.append(_safely("state dir", lambda: check_state_dir(config)))
     results.append(_safely("daemon", lambda: check_daemon(config)))
     results.append(_safely("service", lambda: check_service(config)))
+    results.append(_safely("phones", lambda: check_phones(config)))
     return results

@@ -65,7 +65,7 @@ async def test_task_prints_the_answer_and_exits_0_once_its_command_is_approved(u
     assert ANSWER in " ".join(out.split())  # the card may wrap the answer across lines
     assert "completed" in out and f"add {DEMO_FILE}" in out
     assert all(f"✔ {step}" in out for step in DEMO_STEPS), out
-    assert "Run ls (network: no) accepted" in out
+    assert "Run ls (outside the sandbox) accepted" in out
     assert CANARY not in out + err and PROMPT_WORD not in out + err
     assert (project / DEMO_FILE).is_file()
 
@@ -81,7 +81,7 @@ async def test_a_declined_command_is_skipped_and_the_task_still_completes_with_e
     assert [a["decision"] for a in view["approvals"]] == ["decline"]
     assert [t["status"] for t in view["executionProgress"]["toolActivities"]] == ["declined"]
     assert ANSWER in " ".join(out.split()) and CANARY not in out + err and PROMPT_WORD not in out + err
-    assert "Run ls (network: no) declined" in out
+    assert "Run ls (outside the sandbox) declined" in out
     assert (project / DEMO_FILE).is_file()
 
 

@@ -92,6 +92,12 @@ async def _wire(redis: Any, session: str) -> str:
     return json.dumps(await redis.xrange(f"byai_gateway:session:{session}:data_stream"))
 
 
+def _without_forms(wire: str) -> str:
+    """The session's events without the ask-user forms (content type 3013)."""
+    return json.dumps([entry for entry in json.loads(wire)
+                       if json.loads(entry[1]["data"]).get("data", {}).get("contentType") != "3013"])
+
+
 async def _status_is(redis: Any, session: str, message_id: str, status: str) -> bool:
     return (await record_of(redis, session, message_id)).get("status") == status
 
@@ -160,8 +166,14 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
     assert events[-1].event_type == "appStreamResponse"
     approvals = _cards(events)[-1]["approvals"]
     assert [a["status"] for a in approvals] == ["accepted"]
-    for secret in (COMMAND_CANARY, command, "touch approved.txt", "echo "):
-        assert secret not in wire
+    # The person consents to the whole command: the ask-user form carries it (device API
+    # §6, gateway-protocol.md); nothing else on the stream does, not the cards, not the state.
+    # Only the secret in it is masked, there too.
+    assert "touch approved.txt && echo [redacted] > key.txt" in form["pluginMachineFields"][0]["description"]
+    assert COMMAND_CANARY not in wire
+    # The card names the programs (touch, echo), never their arguments.
+    for text in (command, "touch approved.txt", "key.txt"):
+        assert text not in _without_forms(wire), text
 
 
 async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_stream(

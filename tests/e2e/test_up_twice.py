@@ -55,7 +55,7 @@ async def _refused(up: UpProcess, *args: str) -> str:
 
 async def test_a_second_up_refuses_in_one_line_naming_the_running_page(up: UpProcess):
     line = await _refused(up, "up", "--demo", "--port", "0")
-    assert "already" in line and _base_url(up.page_url) in line, line
+    assert "already" in line and _base_url(up.page_url) in line and "`boss-agent page`" in line, line
     assert "ExceptionGroup" not in line and "internal error" not in line
 
 

@@ -30,7 +30,6 @@ def test_every_thread_item_type_is_classified_and_none_is_invented() -> None:
 
 
 def test_the_card_tables_use_codex_spellings() -> None:
-    assert approval_card.READ_ONLY_ACTIONS <= spellings(protocol.CommandAction)
     assert set(approval_card._REVIEW_STATUS) == spellings(protocol.GuardianApprovalReviewStatus)
     assert set(approval_card._REVIEW_KIND) <= spellings(protocol.GuardianApprovalReviewAction)
     assert set(approval_card._RISK) == spellings(protocol.GuardianRiskLevel)

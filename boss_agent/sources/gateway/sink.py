@@ -36,6 +36,7 @@ from boss_agent.progress.card import Artifact, Card, answer_preview
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RedisRetry
+from boss_agent.progress.approval_view import text_lines
 from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 logger = logging.getLogger(__name__)
@@ -166,19 +167,15 @@ def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[st
 
 
 def ask_prompt(request: ApprovalRequest) -> str:
-    """The form's text: what is asked, why, and how to answer (all already sanitized)."""
-    info = request.details
-    parts = [f"{request.summary} (risk: {request.risk})."]
-    if info.get("message"):
-        parts.append(str(info["message"]))
-    if info.get("url"):
-        parts.append(f"Open: {info['url']}")
-    if info.get("permissions"):
-        parts.append("Asks for: " + "; ".join(map(str, info["permissions"])) + ".")
-    if info.get("reason"):
-        parts.append(f"Reason: {info['reason']}")
-    parts.append(f"Reply with one of: {', '.join(request.available_decisions)}")
-    return sanitize_text(" ".join(parts), limit=2000)
+    """The form's text: what is asked (the whole §6 detail), why, and how to answer.
+
+    Every part was sanitized where it was built (``approval_view``); sanitizing the text
+    again would shorten the paths and cut the command the person consents to.
+    """
+    lines = text_lines({"summary": request.summary, "risk": request.risk, "detail": request.detail,
+                        **request.details})
+    lines.append(f"Reply with one of: {', '.join(request.available_decisions)}")
+    return "\n".join(lines)
 
 
 class GatewaySink(SinkDefaults):
