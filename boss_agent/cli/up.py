@@ -28,7 +28,7 @@ from boss_agent.codexbin import require_codex
 from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
-from boss_agent.controlplane.server import exclusive, phone_doors
+from boss_agent.controlplane.server import check_host, exclusive, phone_doors
 from boss_agent.daemon.lifecycle import InstanceLock
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo.model import demo_responder
@@ -74,6 +74,7 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
 
     ``rotate_secret`` replaces the page secret first: old sessions and URLs stop working.
     """
+    check_host(host)  # the flag's own mistake first
     state_dir = ensure_state_dir(config.state_dir)
     db_path = controlplane_dir(state_dir) / "controlplane.db"
     async with contextlib.AsyncExitStack() as stack:

@@ -55,6 +55,16 @@ WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn f
 LOCK_FILE = "controlplane.lock"  # held by the one control plane serving the database beside it
 
 
+def check_host(host: str) -> None:
+    """Refuse a ``--host`` that is not loopback (before anything starts, in `up` too)."""
+    if not address_is_loopback(host):
+        # The page and the local API are for this machine's user only; a LAN address
+        # would hand a ?token= URL and the device API to the whole network. Phones come
+        # in through ``listen`` (https) or a reverse proxy's ``public_origins``.
+        raise ConfigError(f"--host {host} is not a loopback address (use 127.0.0.1, ::1 or localhost; "
+                          "for a phone, see local.listen in docs/phone.md)")
+
+
 def running_url(directory: Path) -> str | None:
     """The URL of the control plane running in ``directory`` (no token), if it wrote one."""
     try:
@@ -118,12 +128,7 @@ class ControlPlane:
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
     ) -> None:
-        if not address_is_loopback(host):
-            # The page and the local API are for this machine's user only; a LAN address
-            # would hand a ?token= URL and the device API to the whole network. Phones come
-            # in through ``listen`` (https) or a reverse proxy's ``public_origins``.
-            raise ConfigError(f"--host {host} is not a loopback address (use 127.0.0.1, ::1 or localhost; "
-                              "for a phone, see local.listen in docs/phone.md)")
+        check_host(host)
         try:
             self.listen = tuple(parse_listen(entry) for entry in listen)
             origins = tuple(public_origin(entry) for entry in public_origins)
