@@ -23,6 +23,10 @@ from pathlib import Path
 
 MASK = "[redacted]"
 
+# A token starts where no letter or digit precedes it: after a space or punctuation as
+# ``\b`` would have it, but also after an underscore or a letter of another script
+# (``GITHUB_TOKEN_ghp_…``, ``密钥ghp_…``), which ``\b`` counts as part of the word.
+_START = r"(?<![A-Za-z0-9])"
 # Each pattern with the lower-case literals one of which any match must contain: a
 # plain substring test skips the regex for the common text that has none (the card is
 # re-serialized while an answer streams; see bench/bench_card.py).
@@ -31,20 +35,20 @@ _SECRET_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
     for triggers, p in (
         (("private key",),
          r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
-        (("eyj",), r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"),  # JWT / JWS
-        (("sk-", "rk-", "pk-"), r"\b(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{8,}"),  # OpenAI & co.
-        (("_live_", "_test_"), r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{8,}"),  # Stripe
-        (("ya29.",), r"\bya29\.[A-Za-z0-9_-]{16,}"),  # Google OAuth access token
-        (("xapp-",), r"\bxapp-[A-Za-z0-9-]{8,}"),
-        (("sg.",), r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid
-        (("gh",), r"\bgh[pousr]_[A-Za-z0-9]{16,}"),
-        (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{16,}"),
-        (("xox",), r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
-        (("akia", "asia"), r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-        (("aiza",), r"\bAIza[A-Za-z0-9_-]{20,}"),
-        (("glpat-",), r"\bglpat-[A-Za-z0-9_-]{16,}"),
-        (("npm_",), r"\bnpm_[A-Za-z0-9]{20,}"),
-        (("hf_",), r"\bhf_[A-Za-z0-9]{20,}"),
+        (("eyj",), rf"{_START}eyJ[A-Za-z0-9_-]{{4,}}\.[A-Za-z0-9_-]{{4,}}(?:\.[A-Za-z0-9_-]*)?"),  # JWT / JWS
+        (("sk-", "rk-", "pk-"), rf"{_START}(?:sk|rk|pk)-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{{8,}}"),  # OpenAI & co.
+        (("_live_", "_test_"), rf"{_START}(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{{8,}}"),  # Stripe
+        (("ya29.",), rf"{_START}ya29\.[A-Za-z0-9_-]{{16,}}"),  # Google OAuth access token
+        (("xapp-",), rf"{_START}xapp-[A-Za-z0-9-]{{8,}}"),
+        (("sg.",), rf"{_START}SG\.[A-Za-z0-9_-]{{16,}}\.[A-Za-z0-9_-]{{16,}}"),  # SendGrid
+        (("gh",), rf"{_START}gh[pousr]_[A-Za-z0-9]{{16,}}"),
+        (("github_pat_",), rf"{_START}github_pat_[A-Za-z0-9_]{{16,}}"),
+        (("xox",), rf"{_START}xox[abprs]-[A-Za-z0-9-]{{8,}}"),
+        (("akia", "asia"), rf"{_START}(?:AKIA|ASIA)[A-Z0-9]{{16}}\b"),
+        (("aiza",), rf"{_START}AIza[A-Za-z0-9_-]{{20,}}"),
+        (("glpat-",), rf"{_START}glpat-[A-Za-z0-9_-]{{16,}}"),
+        (("npm_",), rf"{_START}npm_[A-Za-z0-9]{{20,}}"),
+        (("hf_",), rf"{_START}hf_[A-Za-z0-9]{{20,}}"),
     )
 )
 _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(p for _, p in _SECRET_RULES)
