@@ -118,7 +118,7 @@ GHP = "ghp_" + "Zq7Xw2Lm9Rt4Vb8Nc1Kd" * 2
 
 
 @pytest.mark.parametrize("glued", [
-    f"token_{GHP}", f"GITHUB_TOKEN_{GHP}", f"my_sk-proj-{TOKEN}", f"AWS_AKIAABCDEFGHIJKLMNOP",
+    f"token_{GHP}", f"GITHUB_TOKEN_{GHP}", f"my_sk-proj-{TOKEN}", "AWS_AKIAABCDEFGHIJKLMNOP",
     f"slack_xoxb-{TOKEN}", f"jwt_eyJ{TOKEN}.eyJ{TOKEN}.sig", f"x_github_pat_{TOKEN}", f"npm_token_npm_{TOKEN}",
     f"hf_key_hf_{TOKEN}", f"key_AIza{TOKEN}", f"ci_glpat-{TOKEN}", f"x_sk_live_{TOKEN}",
     # a letter of another script is a word character too, as an underscore is
