@@ -538,14 +538,15 @@ class StreamRedactor:
         self._emit(text, final)
 
     def _skipped(self, pending: str) -> str:
-        """While skipping, drop text up to and with the closer; keep what follows."""
+        """While skipping, drop text up to the closer (a key block's END line and an
+        envelope's closing tag with it); keep what follows."""
         if self._skip is None:
             return pending
         found = self._skip.search(pending)
         if found is None:
             return pending[-_KEY_CLOSER_KEEP:] if self._skip is not _LINE_END else ""
-        self._skip = None
-        return pending[found.end():]
+        closer, self._skip = self._skip, None
+        return pending[found.start() if closer is _LINE_END else found.end():]  # the line end stays
 
     def _emit(self, text: str, final: bool) -> None:
         if not self._started:

@@ -289,3 +289,40 @@ def test_the_password_example_streamed_in_words_is_never_shown_in_part(loop: asy
     gateway.close()
     assert not leaks("\n".join(gateway.entries), answer, final), gateway.deltas
     assert "".join(gateway.deltas) == final, gateway.deltas
+
+
+def feed_all(text: str, size: int) -> tuple[str, str]:
+    """What a stream let out before ``finish`` and with it, ``text`` fed ``size`` chars at a time."""
+    from boss_agent.redact import StreamRedactor
+
+    stream, before = StreamRedactor(), []
+    for i in range(0, len(text), size):
+        stream = stream.feed(text[i:i + size])
+        before.append(stream.out)
+    return "".join(before), stream.finish().out
+
+
+@pytest.mark.parametrize("opened", [
+    '{"password": "' + "word " * 2000,  # a quoted value that never closes on its line
+    "curl -d " + "QUJD" * 2500,  # one 10 KB run without a blank
+])
+def test_a_held_tail_past_the_bound_goes_out_masked_and_the_stream_flows_on(opened: str) -> None:
+    from boss_agent.redact import STREAM_HOLD_CHARS
+
+    assert len(opened) > STREAM_HOLD_CHARS
+    before, rest = feed_all(opened + " and on", 3)  # the line has not ended: the mask went out anyway
+    assert before.endswith(MASK) and "word" not in rest and "QUJD" not in rest, before[:200]
+    before, rest = feed_all(opened + '"} end\nthe next line ', 3)
+    assert before.endswith(f"{MASK}\nthe next line"), before[:200]  # the next line flows as it comes
+    assert "word" not in before + rest and "QUJD" not in before + rest
+
+
+def test_a_key_block_longer_than_the_bound_is_dropped_to_its_end_line() -> None:
+    from boss_agent.redact import STREAM_HOLD_CHARS
+
+    body = "\n".join(["Qk9" * 21] * 130)
+    block = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
+    assert len(block) > STREAM_HOLD_CHARS
+    before, rest = feed_all(f"key: {block}\nDone here. ", 7)
+    assert "Qk9" not in before + rest
+    assert before == f"key: {MASK}\nDone here."
