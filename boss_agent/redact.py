@@ -204,12 +204,15 @@ def strip_environment_notices(text: str) -> str:
 def settled_prefix(text: str) -> str:
     """The part of still-streaming text that masking can no longer change.
 
-    A secret arriving in pieces ("sk-proj-ab", then "cdef…") is recognised only once
-    whole, so the trailing run of non-space characters is held back until a space
-    follows it; shown earlier, its first pieces would leave unmasked.
+    A secret arriving in pieces ("sk-proj-ab", then "cdef…"; ``"password": "correct``,
+    then `` horse``) is recognised only once whole, so the tail is held back by the
+    rules of ``StreamRedactor`` (a word not ended, a key whose value has not ended…).
+    For a field each upload shows anew (the reasoning summary, the realtime
+    transcript); the answer streams through ``StreamRedactor`` itself. The text comes
+    back prepared (escape sequences out, normalized), which the sanitizer keeps as is.
     """
-    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"))
-    return text[:cut + 1]
+    text = _prepare(text)
+    return text[:_settled_cut(text)]
 
 
 def sanitize_text(
@@ -360,6 +363,18 @@ def _open_key(text: str, low: str) -> int | None:
             if _AFTER_COOKIE_OPEN.match(text, key.end()):
                 return key.start() if found is None else min(found, key.start())
     return found
+
+
+def _settled_cut(text: str) -> int:
+    """The end of the longest prefix of prepared ``text`` that ends with a blank and in
+    which nothing is still open: masking it alone is masking it within any longer text."""
+    cut = _last_blank(text, len(text))
+    while cut:
+        start = _open_at(text[:cut])
+        if start is None:
+            break
+        cut = _last_blank(text, start)
+    return cut
 
 
 def _last_blank(text: str, before: int) -> int:
@@ -521,12 +536,7 @@ class StreamRedactor:
             self._held = ""
             self._emit(_answer_segment(pending, self.workdir), final)
             return
-        cut = _last_blank(pending, len(pending))
-        while cut:
-            start = _open_at(pending[:cut])
-            if start is None:
-                break
-            cut = _last_blank(pending, start)
+        cut = _settled_cut(pending)
         text = _answer_segment(pending[:cut], self.workdir) if cut else ""
         held = pending[cut:]
         if len(held) > STREAM_HOLD_CHARS:

@@ -326,3 +326,20 @@ def test_a_key_block_longer_than_the_bound_is_dropped_to_its_end_line() -> None:
     before, rest = feed_all(f"key: {block}\nDone here. ", 7)
     assert "Qk9" not in before + rest
     assert before == f"key: {MASK}\nDone here."
+
+
+@pytest.mark.parametrize(("method", "extra", "field"), [
+    ("item/reasoning/summaryTextDelta", {"summaryIndex": 0, "itemId": "r"}, ("reasoningSummary", "text")),
+    ("thread/realtime/transcript/delta", {}, ("realtime", "transcriptPreview")),
+])
+def test_the_reasoning_summary_and_the_transcript_hold_back_a_secret_as_the_answer_does(method, extra, field):
+    """They are not streams a reader appends (each upload shows them anew), but an upload
+    shows only their part that no later delta can change the masking of."""
+    answer = Answer('config: {"password": "correct horse battery staple"}', ("correct horse battery staple",))
+    final = reference(answer.text)
+    card = reduce(started(), {"method": "thread/realtime/started", "params": {"threadId": "th"}})
+    for piece in ('config: {"password": "correct', " horse", " battery", ' staple"}', " ok"):
+        card = reduce(card, {"method": method, "params": {"delta": piece, "threadId": "th", "turnId": "t", **extra}})
+        shown = card.to_dict()[field[0]][field[1]]
+        assert not leaks(shown, answer, final), shown
+    assert shown.startswith(final), shown
