@@ -31,6 +31,8 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
+from boss_agent.errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 type BeforeSleep = Callable[[RetryCallState], None]
@@ -123,12 +125,19 @@ class Backoff:
 
 @dataclass(frozen=True)
 class RestartBackoff(Backoff):
-    """Between failed (re)starts of a supervised component: every error, forever."""
+    """Between failed (re)starts of a supervised component: every error but a config error, forever.
+
+    A ``ConfigError`` is the owner's to fix: another start cannot cure it, so it ends the
+    supervision (and the command, exit 2) instead of looping with a traceback each time.
+    """
 
     initial_s: float = 0.2
     max_s: float = 30.0
     jitter_s: float = 0.5
     label: ClassVar[str] = "restart"
+
+    def retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, Exception) and not isinstance(exc, ConfigError)
 
 
 def next_wait(state: RetryCallState) -> float:

@@ -9,7 +9,7 @@ cd "$ROOT"
 
 ensure_debian_packages git:git redis-server:redis-server Xvfb:xvfb openbox:openbox \
   xdotool:xdotool xwininfo:x11-utils chromium:chromium chromedriver:chromium-driver \
-  node:nodejs npm:npm
+  node:nodejs npm:npm ip:iproute2
 ensure_venv test,cua
 BOSS_TEST_CODEX_BIN="$(ensure_codex)"
 export BOSS_TEST_CODEX_BIN

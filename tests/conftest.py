@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +64,21 @@ def module_model() -> Iterator[ScriptedModel]:
 def codex_home(tmp_path: Path, scripted_model: ScriptedModel) -> Path:
     """A fresh CODEX_HOME whose config points codex at ``scripted_model``."""
     return write_codex_home(tmp_path / "codex-home", scripted_model.base_url)
+
+
+# Not under /tmp nor $TMPDIR: codex's workspace-write sandbox leaves those writable, so
+# only a folder elsewhere shows whether a turn may write outside its workspace.
+OUTSIDE_TMP_PARENT = Path("/var/tmp")
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """An empty folder outside every sandbox's writable roots, removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="boss-outside-", dir=OUTSIDE_TMP_PARENT))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -239,12 +239,13 @@ def devserver(
     from boss_agent.cli.task_follow import controlplane_dir
 
     def run() -> None:
-        path = db or controlplane_dir(build_config().state_dir) / "controlplane.db"
+        config = build_config()
+        path = db or controlplane_dir(config.state_dir) / "controlplane.db"
 
         def ready(plane: Any) -> None:
             typer.echo(f"boss-agent control plane: {plane.page_url}")
 
-        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret))
+        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret, local=config.local))
 
     guarded(run)
 
@@ -269,10 +270,13 @@ def protocol_snapshot(
 
 
 def _mount_service_commands() -> None:
+    from boss_agent.cli.phone import page, phone_app
     from boss_agent.cli.service import logs_command, service_app
 
     app.add_typer(service_app, name="service")
     app.command("logs", help="Show the daemon's log (-f to follow).")(logs_command)
+    app.add_typer(phone_app, name="phone")
+    app.command("page")(page)
 
 
 _mount_service_commands()

@@ -21,6 +21,7 @@ from boss_agent.controlplane.approval_store import poll_answer
 from boss_agent.controlplane.db import Database
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
 from boss_agent.controlplane.events import Broadcaster, Signal
+from boss_agent.controlplane.phones import Phones
 from boss_agent.controlplane.queue import TaskQueue
 from boss_agent.errors import ControlPlaneError
 
@@ -31,6 +32,7 @@ class Core:
     def __init__(self, db_path: Path, lease_s: float, clock: Any = time.time) -> None:
         self.db = Database(db_path, clock)
         self.devices = Devices(self.db)
+        self.phones = Phones(self.db)
         self.queue = TaskQueue(self.db, lease_s)
         self.queue_changed = Signal()
         self.approvals_changed = Signal()
@@ -38,6 +40,7 @@ class Core:
         self.parked_claims = 0
         self.events = Broadcaster()
         self.closing = asyncio.Event()
+        self._offline: set[str] = set()  # devices the page was last told are offline
 
     def stop(self) -> None:
         """Answer every long poll now and end every stream (the database stays open)."""
@@ -107,12 +110,37 @@ class Core:
         for task_id in self.queue.expire_leases(device_id):
             self._task_changed(task_id)
 
+    def pair_phone(self, code: str, name: str, client: str) -> tuple[str, str]:
+        phone_id, token = self.phones.pair(code, name, client)
+        logger.info("phone %s paired", phone_id)
+        self._phones_changed()
+        return phone_id, token
+
+    def revoke_phone(self, phone_id: str) -> None:
+        self.phones.revoke(phone_id)
+        logger.info("phone %s revoked", phone_id)
+        self.events.end_holder(phone_id)  # its open pages lose their live stream at once
+        self._phones_changed()
+
+    def _phones_changed(self) -> None:
+        self.events.publish("phones", {"phones": self.phones.phones()}, owner_only=True)
+
     def sweep_leases(self) -> list[str]:
         expired = self.queue.expire_leases()
         for task_id in expired:
             logger.warning("task %s abandoned: its device stopped renewing the lease", task_id)
             self._task_changed(task_id)
+        self._sweep_offline()
         return expired
+
+    def _sweep_offline(self) -> None:
+        """Tell the page about each device that went offline since the last sweep."""
+        for view in self.devices.devices():
+            if view["state"] != "offline":
+                self._offline.discard(view["deviceId"])
+            elif view["deviceId"] not in self._offline:
+                self._offline.add(view["deviceId"])
+                self.events.publish("device", view)
 
     # -- device operations ------------------------------------------------------
 

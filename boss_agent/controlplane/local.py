@@ -32,6 +32,7 @@ from aiohttp import web
 from boss_agent.controlplane.api import CORE_KEY
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
 from boss_agent.controlplane.queue import TASK_FIELDS
+from boss_agent.controlplane.security import principal
 from boss_agent.controlplane.wire import bad_request, json_body, need_int, need_str
 from boss_agent.tasks import MAX_PROMPT_CHARS
 
@@ -127,7 +128,8 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     try:
         # Subscribe before the snapshot: a change in between arrives as an event after it.
-        async with core.events.subscribe() as sub:
+        who = principal(request)
+        async with core.events.subscribe(who.phone_id if who else None) as sub:
             if core.closing.is_set():
                 return response
             await response.write(_frame("snapshot", core.snapshot()))

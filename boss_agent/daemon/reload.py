@@ -2,10 +2,12 @@
 
 Live keys shape what the NEXT task may do (workspaces, projects, default workdir,
 approval and sandbox policy, fallbacks, the approval timeout) or how the daemon
-logs; running tasks keep the settings they started with. Keys that shape connections or the process itself (the
-server, the state dir, codex's binary and transport, the gateway, slot count) need a
-restart: a reload names them in the log and leaves them as they are. A config that
-fails to load leaves everything as it was.
+logs; running tasks keep the settings they started with, and the next turn of every
+thread, an old one's too, gets the new limits (the runner restates them per turn).
+Keys that shape connections or the process itself (the server, the state dir, codex's
+binary and transport, the gateway, slot count) need a restart: a reload names them in
+the log and leaves them as they are. A config that fails to load leaves everything as
+it was.
 """
 
 from __future__ import annotations

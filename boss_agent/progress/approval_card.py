@@ -21,6 +21,7 @@ from typing import Any
 
 from boss_agent.jsonshape import mapping
 from boss_agent.lifecycles import TERMINAL, TaskStatus
+from boss_agent.progress.bounds import MAX_APPROVALS, trim
 from boss_agent.progress.card import Approval, Card, key_of
 from boss_agent.redact import sanitize_text
 
@@ -172,7 +173,16 @@ def _put(card: Card, index: int | None, entry: Approval) -> Card:
         approvals.append(entry)
     else:
         approvals[index] = entry
-    return with_approvals(card, tuple(approvals))
+    kept, dropped = trim(approvals, MAX_APPROVALS)  # the pending ones and the newest stay
+    if dropped:
+        card = card.with_omitted("approvals", dropped)
+    return with_approvals(card, kept)
+
+
+def _next_number(card: Card) -> int:
+    """The sequence number of a new entry: counted over the left-out ones too, so an id
+    is never given twice in a task."""
+    return len(card.approvals) + card.omitted_count("approvals") + 1
 
 
 def with_approvals(card: Card, approvals: tuple[Approval, ...]) -> Card:
@@ -199,7 +209,7 @@ def on_request(card: Card, message: Mapping[str, Any]) -> Card:
     index = _find(card, request_key, item_key)
     # The public id is a sequence number: codex request ids stay off the card. The runner
     # names its Boss approval itself and joins it with ``boss/approval {requestId}``.
-    public_id = card.approvals[index].id if index is not None else f"approval-{len(card.approvals) + 1}"
+    public_id = card.approvals[index].id if index is not None else f"approval-{_next_number(card)}"
     entry = Approval(public_id, kind, "pending", risk, summary, request_key, item_key)
     return _put(card, index, entry)
 
@@ -242,7 +252,7 @@ def on_review(card: Card, params: Mapping[str, Any]) -> Card:
         index = _find(card, None, item_key)
     summary = {"command": "Auto-review of a command", "fileChange": "Auto-review of a file edit"}.get(
         kind, "Auto-review of a permission request")
-    public_id = card.approvals[index].id if index is not None else f"review-{len(card.approvals) + 1}"
+    public_id = card.approvals[index].id if index is not None else f"review-{_next_number(card)}"
     return _put(card, index, Approval(public_id, kind, status, risk, summary, review_key, item_key))
 
 
@@ -253,7 +263,7 @@ def on_boss_approval(card: Card, params: Mapping[str, Any]) -> Card:
     index = _find(card, request_key, None, approval_id or None)
     old = card.approvals[index] if index is not None else None
     entry = Approval(
-        approval_id or (old.id if old else f"boss-{len(card.approvals) + 1}"),
+        approval_id or (old.id if old else f"boss-{_next_number(card)}"),
         str(params.get("kind") or (old.kind if old else "command")),
         str(params.get("status") or (old.status if old else "pending")),
         str(params.get("risk") or (old.risk if old else "medium")),

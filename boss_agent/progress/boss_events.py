@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from boss_agent.config import APPROVAL_POLICIES, SANDBOXES
 from boss_agent.lifecycles import TERMINAL, TaskStatus
 from boss_agent.progress import approval_card as approvals
-from boss_agent.progress.card import BackgroundAgent, Branch, Card, Reasoning, Step, key_of
-from boss_agent.progress.items import MAX_ACTIVITIES, add_artifact, close_open_items, upsert
+from boss_agent.progress.card import BackgroundAgent, Branch, Card, Reasoning, Settings, Step, key_of
+from boss_agent.progress.items import add_artifact, close_open_items, put_agent
 from boss_agent.progress.notifications import add_warning
 
 STATUSES = frozenset(TaskStatus)
@@ -88,6 +89,16 @@ def _artifacts(card: Card, params: Mapping[str, Any]) -> Card:
     return card
 
 
+def _limits(card: Card, params: Mapping[str, Any]) -> Card:
+    """The approval policy and sandbox the task's turn runs under (labels of the task's
+    vocabulary); codex's own ``thread/settings/updated`` keeps the other settings."""
+    old = card.threadSettings or Settings(None, None, None, None, None, None)
+    approval, sandbox = params.get("approvalPolicy"), params.get("sandbox")
+    return card.evolve(threadSettings=Settings(
+        old.model, old.provider, approval if approval in APPROVAL_POLICIES else old.approvalPolicy,
+        sandbox if sandbox in SANDBOXES else old.sandbox, old.collaborationMode, old.reasoningEffort))
+
+
 def _warning(card: Card, params: Mapping[str, Any]) -> Card:
     return add_warning(card, str(params.get("kind") or "warning"), params.get("message"))
 
@@ -103,8 +114,7 @@ def _background_agent(card: Card, params: Mapping[str, Any]) -> Card:
     key = key_of(("agent", params.get("thread")))
     old = next((a for a in card.backgroundAgents if a.key == key), None)
     name = old.name if old else str(params.get("name") or "sub-agent")
-    agent = BackgroundAgent(key, name, status, old.source if old else "subAgent")
-    return card.evolve(backgroundAgents=upsert(card.backgroundAgents, key, agent, MAX_ACTIVITIES))
+    return put_agent(card, key, BackgroundAgent(key, name, status, old.source if old else "subAgent"))
 
 
 _BOSS = {
@@ -112,6 +122,7 @@ _BOSS = {
     "boss/backend": _backend,
     "boss/approval": approvals.on_boss_approval,
     "boss/warning": _warning,
+    "boss/limits": _limits,
     "boss/branch": _branch,
     "boss/artifacts": _artifacts,
     "boss/finished": _finished,

@@ -19,6 +19,7 @@ from typing import Any
 
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
+from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire, wire_size
 from boss_agent.redact import StreamRedactor, sanitize_text, settled_prefix
 from boss_agent.timefmt import utc_iso
 
@@ -30,6 +31,19 @@ REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise 
 TRANSCRIPT_PREVIEW_CHARS = 200  # docs/progress-card.md: realtime transcriptPreview ≤ 200 chars
 TRANSCRIPT_WINDOW_CHARS = TRANSCRIPT_PREVIEW_CHARS + PREVIEW_CONTEXT  # what the card keeps of it
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
+# A sanitized string takes at most this many bytes per char on the wire (a \uXXXX escape).
+WIRE_BYTES_PER_CHAR = 6
+ENTRY_OVERHEAD_BYTES = 80  # keys, quotes and braces of one list entry
+# Every field of the card but its lists, at their longest: the goal, the reasoning, the
+# answer preview, the realtime preview and sixty labels (the git operations among them).
+SCALAR_BOUND_BYTES = (GOAL_CHARS + REASONING_CHARS + ANSWER_PREVIEW_CHARS + TRANSCRIPT_PREVIEW_CHARS
+                      + 60 * FIELD_CHARS) * WIRE_BYTES_PER_CHAR
+# How many strings one entry of each list holds (each at most FIELD_CHARS long).
+_ENTRY_STRINGS = {"steps": 2, "approvals": 5, "fileChanges": 2, "toolActivities": 4,
+                  "backgroundAgents": 3, "threadCollaboration": 4, "mcpServers": 3,
+                  "warnings": 2, "artifacts": 2}
+_ENTRY_BOUND = {name: count * FIELD_CHARS * WIRE_BYTES_PER_CHAR + ENTRY_OVERHEAD_BYTES
+                for name, count in _ENTRY_STRINGS.items()}
 
 
 def key_of(value: object) -> int | None:
@@ -249,6 +263,19 @@ class Card:
     turn_key: int | None = field(default=None, repr=False)
     diff_base: tuple[int, int, int] = field(default=(0, 0, 0), repr=False)  # earlier turns
     compacted_turns: frozenset[int] = field(default=frozenset(), repr=False)
+    # How many entries each capped list left out (bounds.py); serialized as ``omitted``.
+    omitted: tuple[tuple[str, int], ...] = field(default=(), repr=False)
+
+    def omitted_count(self, name: str) -> int:
+        return next((n for key, n in self.omitted if key == name), 0)
+
+    def with_omitted(self, name: str, more: int, **changes: Any) -> Card:
+        """``evolve(**changes)``, with ``more`` entries of list ``name`` left out."""
+        if more:
+            counts = dict(self.omitted)
+            counts[name] = counts.get(name, 0) + more
+            changes["omitted"] = tuple(counts.items())
+        return self.evolve(**changes)
 
     def evolve(self, **changes: Any) -> Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
@@ -293,10 +320,27 @@ class Card:
             out["reasoningSummary"]["text"] = reasoning_text(self)
         if self.realtime is not None:
             out["realtime"]["transcriptPreview"] = transcript_preview(self.realtime, self.workdir)
+        counts = dict(self.omitted)
+        out["omitted"] = {name: counts.pop(name, 0) for name in COUNTED} | counts
+        # The byte guard costs one more encoding, so it runs only for a card that could
+        # be too big: most cannot, by their lists' lengths or else by their lists' bytes.
+        if size_bound(self) > CARD_BUDGET_BYTES and self._list_bytes() > CARD_BUDGET_BYTES:
+            out = fit_wire(out)
         return out
+
+    def _list_bytes(self) -> int:
+        """An upper bound of the serialized bytes: the lists' own (measured once per
+        list object, like their wire form) and the rest at its longest."""
+        return SCALAR_BOUND_BYTES + sum(_wire_bytes(getattr(self, name), self.workdir)
+                                        for name in _ENTRY_BOUND)
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+def size_bound(card: Card) -> int:
+    """An upper bound of the card's serialized bytes, from its lists' lengths alone."""
+    return SCALAR_BOUND_BYTES + sum(len(getattr(card, name)) * bound for name, bound in _ENTRY_BOUND.items())
 
 
 @lru_cache(maxsize=1)
@@ -323,6 +367,21 @@ def _clean(value: str, workdir: str | None, limit: int = FIELD_CHARS) -> str:
 # its fields, recursively) and rebuilding it. Each entry holds its value, so its ``id``
 # cannot be reused by another object while the entry lives.
 _WIRE: dict[int, tuple[Any, str | None, Any, bool]] = {}
+_WIRE_BYTES: dict[int, tuple[Any, str | None, int]] = {}  # the same, for a list's encoded size
+
+
+def _wire_bytes(value: tuple[Any, ...], workdir: str | None) -> int:
+    """The encoded size of a list's wire form, measured once per list object."""
+    if not value:
+        return 2
+    hit = _WIRE_BYTES.get(id(value))
+    if hit is not None and hit[0] is value and hit[1] == workdir:
+        return hit[2]
+    size = wire_size(_wire(value, workdir)[0])
+    if len(_WIRE_BYTES) >= SANITIZE_CACHE:
+        _WIRE_BYTES.clear()
+    _WIRE_BYTES[id(value)] = (value, workdir, size)
+    return size
 
 
 def _wire(value: Any, workdir: str | None) -> tuple[Any, bool]:

@@ -28,7 +28,7 @@ from boss_agent.progress.card import (
     Verification,
     key_of,
 )
-from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
+from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, put_agent
 from boss_agent.timefmt import utc_iso
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
@@ -68,8 +68,7 @@ def thread_started(card: Card, params: Mapping[str, Any]) -> Card:
     source = source if isinstance(source, str) else (
         next(iter(source), "subAgent") if isinstance(source, Mapping) else "subAgent")
     key = key_of(("agent", thread.get("id")))
-    agent = BackgroundAgent(key, name, "running", str(source))
-    return card.evolve(backgroundAgents=upsert(card.backgroundAgents, key, agent, MAX_ACTIVITIES))
+    return put_agent(card, key, BackgroundAgent(key, name, "running", str(source)))
 
 
 def goal_updated(card: Card, params: Mapping[str, Any]) -> Card:
@@ -89,13 +88,23 @@ def _label(value: Any) -> str | None:
     return None
 
 
+# codex's sandboxPolicy types in the task's own words, as boss/limits names them.
+SANDBOX_LABELS = {"readOnly": "read-only", "workspaceWrite": "workspace-write",
+                  "dangerFullAccess": "danger-full-access", "externalSandbox": "external-sandbox"}
+
+
+def _sandbox_label(value: Any) -> str | None:
+    label = _label(value)
+    return SANDBOX_LABELS.get(label, label) if label else None
+
+
 def settings_updated(card: Card, params: Mapping[str, Any]) -> Card:
     """Labels only: no cwd, no writable roots, no developer instructions."""
     s = params.get("threadSettings") or {}
     mode = s.get("collaborationMode")
     return card.evolve(threadSettings=Settings(
         _label(s.get("model")), _label(s.get("modelProvider")), _label(s.get("approvalPolicy")),
-        _label(s.get("sandboxPolicy")), _label(mode.get("mode")) if isinstance(mode, Mapping) else None,
+        _sandbox_label(s.get("sandboxPolicy")), _label(mode.get("mode")) if isinstance(mode, Mapping) else None,
         _label(s.get("effort"))))
 
 

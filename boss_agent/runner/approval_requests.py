@@ -23,6 +23,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from boss_agent import metrics
 from boss_agent.jsonshape import mapping
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
@@ -276,8 +277,9 @@ class Approvals:
             details=details(method, params, self.workdir),
         )
         try:
-            async with asyncio.timeout(self.timeout_s):
-                return await self.sink.request_approval(ask)
+            with metrics.approval_waiting():
+                async with asyncio.timeout(self.timeout_s):
+                    return await self.sink.request_approval(ask)
         except TimeoutError:
             logger.info("approval %s timed out; declining", aid)
             await self._withdraw(aid, "timeout")

@@ -11,7 +11,8 @@ from typing import Any
 
 from boss_agent.config import Config
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import Policy
+from boss_agent.jsonshape import mapping
+from boss_agent.runner.policy import Policy, sandbox_policy
 from boss_agent.tasks import Task, TaskSink
 
 MAX_RESULT_CHARS = 20_000  # resultText is the answer, not a transcript
@@ -60,14 +61,32 @@ class RunContext:
             params["model"] = self.task.model
         return params
 
-    def turn_params(self) -> dict[str, Any]:
-        """turn/start overrides: the approval policy, and Plan mode when the task asks for it.
+    def limits(self) -> dict[str, Any]:
+        """The task's limits of now as ``turn/start`` and ``thread/settings/update`` take them."""
+        return {"cwd": str(self.workdir), "approvalPolicy": self.policy.approval_policy,
+                "sandboxPolicy": sandbox_policy(self.policy.sandbox)}
 
-        The policy is restated on every turn: codex 0.171 ignores ``thread/resume``'s
-        overrides for a thread it has loaded already, so without this a follow-up would
-        run under an earlier task's looser policy (test_runner_appserver.py).
+    def limits_hold(self, settings: Any) -> bool:
+        """Whether a thread's settings as codex reports them (``thread/resume``'s answer)
+        are this task's: its folder, approval policy and sandbox, nothing looser."""
+        settings = mapping(settings)
+        sandbox, wanted = mapping(settings.get("sandbox")), sandbox_policy(self.policy.sandbox)
+        roots = sandbox.get("writableRoots") or []
+        return (settings.get("cwd") == str(self.workdir)
+                and settings.get("approvalPolicy") == self.policy.approval_policy
+                and sandbox.get("type") == wanted["type"]
+                and (not sandbox.get("networkAccess") or bool(wanted.get("networkAccess")))
+                and isinstance(roots, list) and all(root in wanted.get("writableRoots", []) for root in roots))
+
+    def turn_params(self) -> dict[str, Any]:
+        """turn/start overrides: the limits, and Plan mode when the task asks for it.
+
+        The limits (folder, approval policy, sandbox) are restated on every turn: codex
+        0.171 ignores ``thread/resume``'s overrides for a thread it has loaded already, so
+        without this a follow-up would run in the thread's first folder under an earlier
+        task's looser limits (test_runner_appserver.py).
         """
-        params: dict[str, Any] = {"approvalPolicy": self.policy.approval_policy}
+        params: dict[str, Any] = self.limits()
         mode = self.task.collaboration_mode
         if mode and (self.task.model or self.model):
             # developer_instructions None: codex's built-in instructions for the mode.

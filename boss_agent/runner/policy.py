@@ -6,10 +6,15 @@ a workdir outside every configured workspace root refuses the task before
 anything runs, and so does the home directory itself or a hidden directory below
 a root (``~/.ssh``, ``~/.config/systemd``) unless the owner listed that exact path.
 
-A task naming no workdir runs in its project's path (``[projects]``), else in the
-configured ``default_workdir``, else in a scratch directory of its own thread under
-the state dir. ``sweep_scratch`` removes the scratch directories that stayed empty and
-unused for a week (each use refreshes a directory's time), with their thread links.
+A task naming no workdir runs in its project's path (``[projects]``); else, for a
+follow-up, in the folder its thread last ran in (``record_thread_workdir``), checked
+against the workspace rules of now; else in the configured ``default_workdir``, else in
+a scratch directory of its own thread under the state dir. ``sweep_scratch`` removes
+the scratch directories that stayed empty and unused for a week (each use refreshes a
+directory's time), with their thread links.
+
+``sandbox_policy`` spells a sandbox the way ``turn/start`` takes it: every turn restates
+the limits, since codex keeps a loaded thread's own otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from boss_agent.config import APPROVAL_POLICIES, SANDBOXES, Config
 from boss_agent.errors import TaskRejected
@@ -28,6 +34,7 @@ from boss_agent.tasks import Task
 
 WORKDIR_NOT_ALLOWED = "workdir_not_allowed"
 SCRATCH_DIR = "scratch"  # under the state dir: one directory per thread
+THREADS_DIR = "threads"  # under the state dir: one link per thread to the folder it last ran in
 SCRATCH_KEEP_S = 7 * 24 * 3600.0  # an empty scratch dir unused this long is removed
 
 
@@ -117,6 +124,50 @@ def link_scratch(config: Config, workdir: Path, thread_id: str | None) -> None:
         link.symlink_to(workdir.name)
 
 
+def _thread_link(config: Config, ref: str) -> Path:
+    return config.state_dir / THREADS_DIR / ref
+
+
+def record_thread_workdir(config: Config, workdir: Path, thread_id: str | None) -> None:
+    """After a turn ran: the folder the thread ``thread_id`` ran in, for its next follow-up.
+
+    A link per thread (refs are validated plain names), replaced when a follow-up moved
+    the thread; a scratch dir also gets its scratch link (``link_scratch``). Blocking.
+    """
+    if not thread_id:
+        return
+    link_scratch(config, workdir, thread_id)
+    link = _thread_link(config, thread_id)
+    if link.is_symlink() and os.readlink(link) == str(workdir):
+        return
+    link.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fresh = link.with_name(f".{thread_id}.new")
+    with contextlib.suppress(FileNotFoundError):
+        fresh.unlink()
+    fresh.symlink_to(workdir)
+    fresh.replace(link)  # atomic: a reader sees the old folder or the new one
+
+
+def recorded_workdir(config: Config, ref: str) -> Path | None:
+    """The folder the thread ``ref`` last ran in on this device, or None (never recorded)."""
+    try:
+        return Path(os.readlink(_thread_link(config, ref)))
+    except OSError:
+        return None
+
+
+def _follow_up_workdir(task: Task, config: Config) -> Path | None:
+    """A follow-up naming no folder runs where its thread last ran, if that is allowed now."""
+    ref = task.codex_thread_ref or task.target_thread_ref
+    recorded = recorded_workdir(config, ref) if ref else None
+    if recorded is None:
+        return None
+    scratch = Path(os.path.realpath(config.state_dir / SCRATCH_DIR))
+    if recorded.parent == scratch:
+        return scratch_dir(config, recorded.name)  # the device's own; made again if swept
+    return _checked(recorded, config)
+
+
 def resolve_workdir(task: Task, config: Config) -> Path:
     """Where the task runs, symlinks and ``..`` resolved; ``TaskRejected`` when not allowed."""
     if task.workdir:
@@ -128,11 +179,27 @@ def resolve_workdir(task: Task, config: Config) -> Path:
     project = config.projects.get(task.project_id or "")
     if project is not None:
         return _checked(project, config)
+    followed = _follow_up_workdir(task, config)
+    if followed is not None:
+        return followed
     if config.default_workdir is not None:
         if not config.default_workdir.is_dir():
             raise TaskRejected("the configured default_workdir does not exist", WORKDIR_NOT_ALLOWED)
         return Path(os.path.realpath(config.default_workdir))
     return scratch_dir(config, scratch_key(task))
+
+
+def sandbox_policy(sandbox: str) -> dict[str, Any]:
+    """``turn/start``'s ``sandboxPolicy`` for a sandbox mode: what ``thread/start`` makes
+    of that mode (no extra writable roots, no network; /tmp stays writable)."""
+    if sandbox == "read-only":
+        return {"type": "readOnly", "networkAccess": False}
+    if sandbox == "workspace-write":
+        return {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False,
+                "excludeTmpdirEnvVar": False, "excludeSlashTmp": False}
+    if sandbox == "danger-full-access":
+        return {"type": "dangerFullAccess"}
+    raise ValueError(f"unknown sandbox mode {sandbox!r}")  # config.SANDBOXES is the whole list
 
 
 def _capped(wanted: str | None, default: str, limit: str, order: tuple[str, ...]) -> tuple[str, bool]:

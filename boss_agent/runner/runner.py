@@ -26,13 +26,14 @@ from boss_agent.errors import (
     TaskRejected,
     TurnNotStarted,
 )
+from boss_agent.progress.bounds import cut_result_text
 from boss_agent.progress.card import final_answer
 from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import link_scratch, resolve_policy, resolve_workdir
+from boss_agent.runner.policy import record_thread_workdir, resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
@@ -82,6 +83,8 @@ class Runner:
                          thread_id=task.codex_thread_ref, app_server_pid=self._app_server_pid)
         for kind, message in policy.warnings:
             await feed.event("warning", kind=kind, message=message)
+        # The limits this task's turn runs under, whatever the thread ran under before.
+        await feed.event("limits", approvalPolicy=policy.approval_policy, sandbox=policy.sandbox)
         await feed.status("running")
         try:
             result = await self._dispatch(ctx)
@@ -92,9 +95,9 @@ class Runner:
             result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
         if ctx.ran:
             try:
-                link_scratch(self.config, workdir, ctx.thread_id)
+                record_thread_workdir(self.config, workdir, ctx.thread_id)
             except OSError as exc:
-                logger.warning("could not link the thread's scratch dir: %s", exc.__class__.__name__)
+                logger.warning("could not record the thread's folder: %s", exc.__class__.__name__)
             await self._after_turn(ctx)
         return await self._finish(feed, result, ctx)
 
@@ -277,7 +280,7 @@ class Runner:
         return TaskResult(
             status=outcome.status, backend=backend, fallback_from=fallback_from,
             codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
-            result_text=answer if outcome.status == "completed" else None,
+            result_text=cut_result_text(answer) if outcome.status == "completed" else None,
             error_code=outcome.error_code if outcome.status != "completed" else None,
             error_message=outcome.error_message if outcome.status != "completed" else None,
         )

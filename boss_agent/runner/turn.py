@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
 THREAD_NOT_FOUND = "thread_not_found"
+THREAD_LIMITS_UNENFORCEABLE = "thread_limits_unenforceable"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
 
 
@@ -163,22 +164,46 @@ class AppServerTurn:
         try:
             resumed = await self.client.thread_resume(self._thread, excludeTurns=True,
                                                       **ctx.thread_params(), **extra)
-            ctx.model = (resumed or {}).get("model")
-            return
         except RpcError as exc:
             refused = exc
         except AppServerError as exc:
             raise TurnNotStarted(exc) from exc
+        else:
+            ctx.model = (resumed or {}).get("model")
+            if not ctx.limits_hold(resumed):
+                # codex kept the loaded thread's own folder and limits: set this task's.
+                await self._restate_limits(confirm=True)
+            return
         # A thread started here that has no turn yet has no rollout to resume from, but it
-        # is loaded and usable as it is (turn/start still carries the approval policy).
+        # is loaded and usable once it has this task's limits.
         loaded = await self._before_turn(self.client.call("thread/loaded/list", {}))
         if ctx.thread_id in (loaded or {}).get("data", []):
+            await self._restate_limits(confirm=False)
             return
         if isinstance(refused, ServerOverloaded):
             raise TurnNotStarted(refused) from refused
         # codex answered and has no such thread: no backend may turn this follow-up into a
         # new, unrelated thread (codex exec resume of an unknown name starts one).
         raise TaskFailed("this device has no Codex thread with that reference", THREAD_NOT_FOUND) from refused
+
+    async def _restate_limits(self, *, confirm: bool) -> None:
+        """Give a thread codex holds this task's folder, approval policy and sandbox before
+        any turn; ``confirm``: read them back (a rejoining ``thread/resume`` reports them).
+
+        A codex that refuses, or reports other limits, fails the task: a follow-up never
+        runs under an earlier turn's limits. (turn/start restates them as well.)
+        """
+        ctx = self.ctx
+        try:
+            await self.client.call("thread/settings/update", {"threadId": self._thread, **ctx.limits()})
+            held = await self.client.thread_resume(self._thread, excludeTurns=True) if confirm else None
+        except RpcError as exc:
+            raise TaskFailed("Codex would not apply this device's limits to the thread",
+                             THREAD_LIMITS_UNENFORCEABLE) from exc
+        except AppServerError as exc:
+            raise TurnNotStarted(exc) from exc
+        if confirm and not ctx.limits_hold(held):
+            raise TaskFailed("Codex kept the thread's earlier folder or limits", THREAD_LIMITS_UNENFORCEABLE)
 
     async def _before_turn[T](self, call: Awaitable[T]) -> T:
         try:
@@ -200,6 +225,7 @@ class AppServerTurn:
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
         ctx.turn_id = started["turn"]["id"]
+        listener.claim_turn(ctx.turn_id)  # its approvals are this task's, whoever else listens
         ctx.ran = True
         if ctx.thread_id is not None:
             await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)

@@ -148,7 +148,7 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
         await eventually(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
         assert gateway.status["suspended"] == 1
         assert not (work / "approved.txt").exists()
-        await resume(client, "s-apr", "msg-apr", {"decision": "accept"})
+        await resume(client, "s-apr", "msg-apr", {"formId": form["formId"], "decision": "accept"})
         events = await read_events(redis, "s-apr", "msg-apr", timeout=TURN_WAIT_S)
         record = await record_of(redis, "s-apr", "msg-apr")
         wire = await _wire(redis, "s-apr")

@@ -29,6 +29,7 @@ from typing import Any
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.appserver.routing import Notification, Router, ServerRequest
 from boss_agent.errors import METHOD_NOT_FOUND, AppServerUnavailable, ConnectionClosed, RpcError
+from boss_agent.runner.policy import sandbox_policy
 
 REQUEST_TIMEOUT_S = 5.0  # nothing here blocks on I/O; a hang is a bug in a test's script
 INVALID_REQUEST = -32600  # what codex answers a steer of a turn that is not active
@@ -163,6 +164,9 @@ class FakeCodex:
     def __init__(self) -> None:
         self.scripts: deque[Script] = deque()
         self.threads: set[str] = set()
+        # thread id -> its cwd, approvalPolicy and sandbox (codex's thread/resume spelling)
+        self.settings: dict[str, dict[str, Any]] = {}
+        self.keeps_settings = False  # True: a codex that ignores thread/settings/update
         self.active: dict[str, FakeTurn] = {}  # thread id -> its running turn
         self.calls: list[tuple[str, dict[str, Any]]] = []  # every request, in order
         self.turn_started = asyncio.Event()
@@ -202,13 +206,29 @@ class FakeCodex:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {method}")
         return handler(params)
 
-    def _thread_start(self, _params: dict[str, Any]) -> dict[str, Any]:
-        return {"thread": {"id": self.new_thread()}, "model": "fake-model"}
+    def _thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread_id = self.new_thread()
+        self.settings[thread_id] = {"cwd": params.get("cwd"), "approvalPolicy": params.get("approvalPolicy"),
+                                    "sandbox": sandbox_policy(params.get("sandbox") or "read-only")}
+        return {"thread": {"id": thread_id}, "model": "fake-model", **self.settings[thread_id]}
 
     def _thread_resume(self, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("threadId") not in self.threads:
             raise RpcError(INVALID_REQUEST, "no rollout found for thread id")
-        return {"thread": {"id": params["threadId"]}, "model": "fake-model"}
+        # Like codex 0.171: a loaded thread keeps its own settings; the overrides are ignored.
+        return {"thread": {"id": params["threadId"]}, "model": "fake-model",
+                **self.settings.get(params["threadId"], {})}
+
+    def _thread_settings_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.keeps_settings:
+            self._apply_settings(params)
+        return {}
+
+    def _apply_settings(self, params: dict[str, Any]) -> None:
+        held = self.settings.setdefault(str(params.get("threadId")), {})
+        for key, name in (("cwd", "cwd"), ("approvalPolicy", "approvalPolicy"), ("sandboxPolicy", "sandbox")):
+            if params.get(key) is not None:
+                held[name] = params[key]
 
     def _thread_loaded_list(self, _params: dict[str, Any]) -> dict[str, Any]:
         return {"data": sorted(self.threads)}
@@ -222,6 +242,8 @@ class FakeCodex:
             raise RpcError(INVALID_REQUEST, "thread not found")
         if not self.scripts:
             raise AssertionError("turn/start with no script queued (FakeCodex.enqueue)")
+        if not self.keeps_settings:
+            self._apply_settings(params)
         turn = FakeTurn(self, str(thread_id), self.new_id("turn"))
         self.active[turn.thread_id] = turn
         turn.task = asyncio.get_running_loop().create_task(self._run(turn, self.scripts.popleft()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import pytest
@@ -9,8 +10,10 @@ from tenacity import RetryCallState
 
 from boss_agent.appserver.methods import OverloadRetry
 from boss_agent.backoff import Backoff, RestartBackoff, next_wait
-from boss_agent.errors import BossApiError, ServerOverloaded
+from boss_agent.daemon.supervise import SourceSupervisor
+from boss_agent.errors import BossApiError, ConfigError, ServerOverloaded
 from boss_agent.sources.boss.retry import BossApiRetry
+from boss_agent.sources.contract import TaskSource
 from boss_agent.sources.gateway.retry import RedisRetry
 
 TINY = Backoff(initial_s=0.001, max_s=0.004, jitter_s=0.0)
@@ -121,7 +124,21 @@ def test_each_role_has_its_own_classifier() -> None:
     assert OverloadRetry().retryable(ServerOverloaded(-32001, "overloaded"))
     assert not OverloadRetry().retryable(OSError())
     assert RestartBackoff().retryable(RuntimeError())
+    assert not RestartBackoff().retryable(ConfigError("bad"))
     assert BossApiRetry().retryable(BossApiError(503, "busy", "x"))
     assert not BossApiRetry().retryable(BossApiError(400, "bad", "x"))
     assert RedisRetry().retryable(ConnectionResetError())
     assert not RedisRetry().retryable(KeyError())
+
+
+async def test_a_supervisor_never_restarts_a_source_that_fails_on_its_configuration() -> None:
+    made: list[int] = []
+
+    def make() -> TaskSource:
+        made.append(1)
+        raise ConfigError("gateway.worker_id: expected an id")
+
+    supervisor = SourceSupervisor("gateway", make, policy=RestartBackoff.fast())
+    with pytest.raises(ConfigError, match="gateway.worker_id"):
+        await asyncio.wait_for(supervisor.run(asyncio.Event()), timeout=5.0)
+    assert made == [1]

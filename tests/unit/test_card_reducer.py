@@ -143,7 +143,7 @@ def test_settings_show_labels_without_cwd_or_instructions() -> None:
         "effort": "high"}))
     assert card.to_dict()["threadSettings"] == {
         "model": "gpt-5.5", "provider": "scripted", "approvalPolicy": "granular",
-        "sandbox": "workspaceWrite", "collaborationMode": "plan", "reasoningEffort": "high"}
+        "sandbox": "workspace-write", "collaborationMode": "plan", "reasoningEffort": "high"}
 
 
 def test_remote_control_and_realtime_keep_only_states_and_counts() -> None:
@@ -319,7 +319,7 @@ _JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12)
 _METHODS = st.sampled_from(sorted(NOTIFICATIONS) + sorted(REQUESTS) + [
-    "boss/status", "boss/approval", "boss/branch", "boss/artifacts", "boss/finished", "boss/warning",
+    "boss/status", "boss/approval", "boss/branch", "boss/artifacts", "boss/finished", "boss/warning", "boss/limits",
     "no/such/method"])
 
 

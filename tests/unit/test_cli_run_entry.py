@@ -80,6 +80,17 @@ def test_a_bad_config_on_the_lean_start_is_still_one_line_and_exit_2(tmp_path: P
     assert "Traceback" not in done.stderr
 
 
+def test_a_bad_gateway_id_makes_run_exit_2_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[gateway]\nenabled = true\nworker_id = 'x y'\n")
+    env = {**_env(tmp_path), "PYTHONPROFILEIMPORTTIME": ""}
+    done = subprocess.run([sys.executable, "-m", "boss_agent", "--config", str(bad), "run"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=EXIT_S, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gateway.worker_id" in lines[0], done.stderr
+
+
 def test_run_help_still_goes_through_typer(tmp_path: Path) -> None:
     env = {**_env(tmp_path), "PYTHONPROFILEIMPORTTIME": ""}
     done = subprocess.run([sys.executable, "-m", "boss_agent", "run", "--help"], cwd=REPO, env=env,

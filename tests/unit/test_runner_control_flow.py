@@ -194,3 +194,49 @@ async def test_an_unknown_server_request_is_refused_and_the_turn_goes_on(
     result = await _run(runner, _task("t-unknown"), Sink())
     assert result.status == "completed" and result.result_text == "still fine"
     assert refusals == ["RpcError"]
+
+
+async def _answer_script(turn: FakeTurn) -> None:
+    await turn.say("the answer")
+
+
+async def test_a_follow_up_restates_the_limits_of_now_on_the_thread_and_on_its_turn(
+        runner: Runner, app: MemoryAppServer, config: Config) -> None:
+    first_dir, second_dir = config.workspaces[0] / "a", config.workspaces[0] / "b"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    app.codex.enqueue(_answer_script, _answer_script)
+    first = await _run(runner, Task("t-first", "do it", workdir=str(first_dir), approval_policy="on-request"), Sink())
+    follow_up = _task("t-next", workdir=str(second_dir), sandbox="read-only", codex_thread_ref=first.codex_thread_ref)
+    result = await _run(runner, follow_up, Sink())
+    assert result.status == "completed", result
+    wanted = {"cwd": str(second_dir), "approvalPolicy": "untrusted",
+              "sandboxPolicy": {"type": "readOnly", "networkAccess": False}}
+    (update,) = [params for method, params in app.codex.calls if method == "thread/settings/update"]
+    turn_start = [params for method, params in app.codex.calls if method == "turn/start"][-1]
+    assert {k: update[k] for k in wanted} == wanted and {k: turn_start[k] for k in wanted} == wanted
+    assert result.execution_progress["threadSettings"]["sandbox"] == "read-only"
+
+
+async def test_a_follow_up_codex_will_not_give_the_limits_of_now_fails_and_nothing_runs(
+        runner: Runner, app: MemoryAppServer) -> None:
+    app.codex.enqueue(_answer_script)
+    first = await _run(runner, _task("t-first", sandbox="workspace-write"), Sink())
+    app.codex.keeps_settings = True  # a codex that would keep the thread's earlier limits
+    result = await _run(runner, _task("t-next", sandbox="read-only", codex_thread_ref=first.codex_thread_ref),
+                        Sink())
+    assert (result.status, result.error_code) == ("failed", "thread_limits_unenforceable")
+    assert [method for method, _ in app.codex.calls].count("turn/start") == 1  # only the first task's
+
+
+async def test_an_answer_over_1_mib_is_cut_with_a_marker(runner: Runner, app: MemoryAppServer) -> None:
+    from boss_agent.progress.bounds import MAX_RESULT_BYTES, RESULT_CUT_MARKER
+
+    async def script(turn: FakeTurn) -> None:
+        await turn.say("word " * (MAX_RESULT_BYTES // 4))  # 1.25 MiB
+
+    app.codex.enqueue(script)
+    result = await _run(runner, _task("t-huge"), Sink())
+    assert result.status == "completed" and result.result_text.endswith(RESULT_CUT_MARKER)
+    assert len(result.result_text.encode()) <= MAX_RESULT_BYTES
+    assert result.result_text.startswith("word word")

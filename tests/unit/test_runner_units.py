@@ -3,6 +3,7 @@ collaboration summary, exec JSONL parsing, git facts and the CUA config."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
@@ -15,10 +16,14 @@ import pytest
 from boss_agent.errors import TaskRejected
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.approval_requests import approval_id, codex_answer
+from boss_agent.runner.context import RunContext
+from boss_agent.runner.feed import CardFeed
 from boss_agent.runner.exec_backend import parse_line
 from boss_agent.runner.policy import (
     SCRATCH_KEEP_S,
+    Policy,
     link_scratch,
+    record_thread_workdir,
     resolve_policy,
     resolve_workdir,
     sweep_scratch,
@@ -54,6 +59,27 @@ def test_a_missing_workdir_is_refused_but_no_workdir_means_a_scratch_dir_of_the_
     inner = config.workspaces[0] / "a" / "b"
     inner.mkdir(parents=True)
     assert resolve_workdir(Task("t", "p", workdir=str(inner / ".." / "b")), config) == inner
+
+
+def test_a_follow_up_naming_no_folder_runs_where_its_thread_last_ran_if_that_is_allowed_now(
+        tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    first, second = config.workspaces[0] / "a", config.workspaces[0] / "b"
+    first.mkdir()
+    second.mkdir()
+    record_thread_workdir(config, first, "thr-1")
+    follow_up = Task("t2", "p", codex_thread_ref="thr-1")
+    assert resolve_workdir(follow_up, config) == first
+    assert resolve_workdir(Task("t3", "p", codex_thread_ref="thr-1", workdir=str(second)), config) == second
+    record_thread_workdir(config, second, "thr-1")  # the follow-up moved the thread
+    assert resolve_workdir(follow_up, config) == second
+    narrowed = make_config(tmp_path, workspace=first)  # the owner removed the thread's folder
+    with pytest.raises(TaskRejected) as caught:
+        resolve_workdir(follow_up, narrowed)
+    assert caught.value.code == "workdir_not_allowed"
+    scratch = resolve_workdir(Task("t4", "p"), config)  # a thread begun in a scratch dir stays there
+    record_thread_workdir(config, scratch, "thr-2")
+    assert resolve_workdir(Task("t5", "p", codex_thread_ref="thr-2"), narrowed) == scratch
 
 
 def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warning(tmp_path: Path) -> None:
@@ -295,3 +321,19 @@ def test_a_scratch_dir_a_follow_up_uses_again_counts_as_used(tmp_path: Path) -> 
     os.utime(first, (week_ago, week_ago))
     assert resolve_workdir(Task("t-again", "p", codex_thread_ref="thread-1"), config) == first
     assert sweep_scratch(config) == 0 and first.is_dir()
+
+
+def test_a_thread_s_settings_hold_the_task_s_limits_only_when_nothing_is_looser(tmp_path: Path) -> None:
+    """``thread/resume``'s report of a thread, against a workspace-write task in ``tmp_path``."""
+    policy = Policy("on-request", "workspace-write", "remote")
+    ctx = RunContext(Task("t", "p"), make_config(tmp_path), SinkDefaults(), asyncio.Event(), tmp_path, policy,
+                     CardFeed(SinkDefaults(), backend="app_server", workdir=str(tmp_path)))
+    held = {"cwd": str(tmp_path), "approvalPolicy": "on-request",
+            "sandbox": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False}}
+    assert ctx.limits_hold(held)
+    assert not ctx.limits_hold({**held, "cwd": str(tmp_path / "elsewhere")})
+    assert not ctx.limits_hold({**held, "approvalPolicy": "never"})
+    assert not ctx.limits_hold({**held, "sandbox": {"type": "dangerFullAccess"}})
+    assert not ctx.limits_hold({**held, "sandbox": {**held["sandbox"], "networkAccess": True}})
+    assert not ctx.limits_hold({**held, "sandbox": {**held["sandbox"], "writableRoots": ["/home"]}})
+    assert not ctx.limits_hold(None)

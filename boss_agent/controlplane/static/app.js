@@ -37,15 +37,59 @@ function section(title, cls, ...children) {
   return el("div", { class: cls }, el("h3", {}, title), ...children);
 }
 
+// ---- the session: kept in this origin's storage, sent in a header by this script only ----
+// A cookie would be sent by the browser by itself, to every port of 127.0.0.1: never enough here.
+const SESSION_KEY = "boss-session";
+
+function takeSessionFromAddress() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (!params.has("session")) return;
+  localStorage.setItem(SESSION_KEY, params.get("session"));
+  history.replaceState(null, "", location.pathname);  // the session leaves the address bar and history
+}
+
+function authHeaders() {
+  const session = localStorage.getItem(SESSION_KEY);
+  return session ? { Authorization: `Bearer ${session}` } : {};
+}
+
 async function call(method, path, body) {
+  const headers = authHeaders();
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
-    method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    method, headers, credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error((data.error && data.error.message) || `HTTP ${response.status}`);
   return data;
+}
+
+// Server-sent events over fetch (EventSource cannot send a header): calls
+// handlers[event](data) per frame; resolves with the HTTP status when the stream ends.
+async function readEvents(path, handlers) {
+  const response = await fetch(path, { headers: authHeaders(), credentials: "same-origin", cache: "no-store" });
+  if (!response.ok || !response.body) return response.status;
+  handlers.open();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return response.status;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let kind = "message";
+      let data = "";
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event: ")) kind = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (data && handlers[kind]) handlers[kind](JSON.parse(data));
+    }
+  }
 }
 
 // ---- devices -------------------------------------------------------------------
@@ -439,36 +483,43 @@ function setConnection(state, text) {
   badge.textContent = text;
 }
 
-function connect() {
-  const source = new EventSource("/api/local/events");
-  source.addEventListener("open", () => setConnection("live", "live"));
-  source.addEventListener("snapshot", (e) => {
-    const data = JSON.parse(e.data);
-    devices.clear(); tasks.clear();
-    document.getElementById("devices").replaceChildren();
-    document.getElementById("tasks").replaceChildren();
-    for (const d of data.devices) devices.set(d.deviceId, d);
-    for (const t of data.tasks) tasks.set(t.taskId, t);
-    data.devices.forEach(renderDevice);
-    [...data.tasks].reverse().forEach(renderTask);  // newest first: prepend oldest first
-    document.getElementById("no-devices").hidden = devices.size > 0;
-    document.getElementById("no-tasks").hidden = tasks.size > 0;
-  });
-  source.addEventListener("device", (e) => { const d = JSON.parse(e.data); devices.set(d.deviceId, d); renderDevice(d); });
-  source.addEventListener("task", (e) => { const t = JSON.parse(e.data); tasks.set(t.taskId, t); renderTask(t); });
-  source.addEventListener("error", async () => {
-    if (source.readyState !== EventSource.CLOSED) { setConnection("offline", "reconnecting…"); return; }
-    const probe = await fetch("/api/local/state").catch(() => null);
-    if (probe && probe.status === 401) {
-      setConnection("unauthorized", "not signed in: open the page URL printed by boss-agent up");
+const RECONNECT_MS = 3000;  // after the server went away (a restart): try again this often
+
+function onSnapshot(data) {
+  devices.clear(); tasks.clear();
+  document.getElementById("devices").replaceChildren();
+  document.getElementById("tasks").replaceChildren();
+  for (const d of data.devices) devices.set(d.deviceId, d);
+  for (const t of data.tasks) tasks.set(t.taskId, t);
+  data.devices.forEach(renderDevice);
+  [...data.tasks].reverse().forEach(renderTask);  // newest first: prepend oldest first
+  document.getElementById("no-devices").hidden = devices.size > 0;
+  document.getElementById("no-tasks").hidden = tasks.size > 0;
+}
+
+async function connect() {
+  const status = await readEvents("/api/local/events", {
+    open: () => { setConnection("live", "live"); showRole(); },
+    snapshot: (data) => { onSnapshot(data); noticeApprovals(); },
+    device: (d) => { devices.set(d.deviceId, d); renderDevice(d); },
+    task: (t) => { tasks.set(t.taskId, t); renderTask(t); noticeApprovals(); },
+    phones: (data) => renderPhones(data.phones),  // phones.js; sent to the owner's page only
+  }).catch(() => 0);
+  if (status === 401) {
+    if (document.body.dataset.role === "phone") {  // revoked: what it showed is no longer its to see
+      onSnapshot({ devices: [], tasks: [] });
+      setConnection("unauthorized", "this phone is no longer paired: pair it again with boss-agent phone pair");
     } else {
-      setConnection("offline", "offline, retrying…");
-      setTimeout(connect, 3000);  // EventSource gave up (e.g. the server restarted): start again
+      setConnection("unauthorized", "not signed in: open the page URL printed by boss-agent up (or boss-agent page)");
     }
-  });
+    return;
+  }
+  setConnection("offline", "offline, retrying…");
+  setTimeout(connect, RECONNECT_MS);
 }
 
 function setUp() {
+  takeSessionFromAddress();
   const form = document.getElementById("submit-form");
   const status = document.getElementById("submit-status");
   form.addEventListener("submit", async (event) => {
@@ -496,7 +547,7 @@ function setUp() {
   });
   window.addEventListener("hashchange", applyThreadView);
   applyThreadView();
-  connect();
+  if (!startPairing()) connect();  // phones.js: a phone with a #pair= code pairs first
 }
 
 document.addEventListener("DOMContentLoaded", setUp);

@@ -7,12 +7,12 @@ neither reach another key (``:``), a path (``/``, ``..``) nor a glob (``*``).
 
 from __future__ import annotations
 
-import re
-from typing import TypedDict, TypeGuard
+from typing import TypedDict
 
 from redis.typing import EncodableT, FieldT
 
 from boss_agent.errors import BadCommand
+from boss_agent.ids import valid_id as valid_id  # re-exported: the gateway reads the rule as keys.valid_id
 
 PREFIX = "byai_gateway"
 SESSION_TTL_S = 7 * 24 * 3600  # the SDK expires session streams and registries after 7 days
@@ -23,14 +23,6 @@ DEFAULT_HEARTBEAT_S = 5  # the SDK refreshes the lease every 5 s, three chances 
 EXEC_FIELD = "exec:"
 MSG_MAP_FIELD = "msg_map:"
 KNOWN_WORKERS = f"{PREFIX}:registry:workers"
-
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-def valid_id(value: object) -> TypeGuard[str]:
-    """True for an id safe to embed in a key: letters, digits, ``_ . -``; ≤128 chars."""
-    return isinstance(value, str) and _ID.fullmatch(value) is not None and ".." not in value
-
 
 StreamFields = dict[FieldT, EncodableT]  # an entry's fields as redis-py's XADD takes them
 

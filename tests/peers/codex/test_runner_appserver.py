@@ -333,3 +333,55 @@ async def test_cancel_while_an_approval_is_pending_cancels_the_task_and_the_appr
     assert result.status == "cancelled" and not (work / "never.txt").exists()
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["cancelled"]
     assert len(module_model.requests) == before + 1  # the interrupted turn asked the model nothing more
+
+
+def _sandbox_mode(request: sm.RecordedRequest) -> str:
+    """The sandbox codex itself says the turn runs under (its turn metadata header)."""
+    return str(json.loads(request.headers["x-codex-turn-metadata"])["sandbox_mode"])
+
+
+async def test_a_follow_up_on_a_loaded_thread_runs_in_its_own_workdir_under_its_own_sandbox(
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel, outside_tmp: Path) -> None:
+    """Codex keeps a loaded thread's cwd and sandbox: the thread's first task ran in
+    ``a`` with full access; a follow-up naming ``b`` and workspace-write runs in ``b``
+    (a relative write lands there) and can no longer write outside its workspace."""
+    first_dir, second_dir = _workdir(env, "own-workdir-a"), _workdir(env, "own-workdir-b")
+    module_model.enqueue(sm.turn(_shell(f"touch first.txt {outside_tmp}/first.txt")))
+    module_model.enqueue(sm.text_reply("first done"))
+    first = await runner.run(Task("t-wd-1", "first", workdir=str(first_dir), sandbox="danger-full-access"),
+                             Sink(), asyncio.Event())
+    assert first.status == "completed" and (outside_tmp / "first.txt").exists()  # full access
+    module_model.enqueue(sm.turn(_shell(f"touch here.txt; touch {outside_tmp}/second.txt")))
+    module_model.enqueue(sm.text_reply("second done"))
+    follow_up = Task("t-wd-2", "second", workdir=str(second_dir), sandbox="workspace-write",
+                     codex_thread_ref=first.codex_thread_ref)
+    result = await runner.run(follow_up, Sink(), asyncio.Event())
+    assert result.status == "completed", result
+    assert (second_dir / "here.txt").exists(), module_model.requests[-1].tool_outputs()
+    assert not (first_dir / "here.txt").exists()
+    assert not (outside_tmp / "second.txt").exists(), module_model.requests[-1].tool_outputs()
+    assert _sandbox_mode(module_model.requests[-1]) == "workspace-write"
+    assert result.execution_progress["threadSettings"]["sandbox"] == "workspace-write"
+
+
+async def test_a_collaboration_s_target_turn_runs_under_its_own_task_s_limits(
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel, outside_tmp: Path) -> None:
+    """The target thread began with full access; the collaboration task asks for
+    read-only, and the turn it starts on the (loaded) target thread writes nothing."""
+    work = _workdir(env, "collab-limits")
+    module_model.enqueue(sm.text_reply("Source result: 7"))
+    source = await runner.run(Task("t-cl-src", "compute", workdir=str(work)), Sink(), asyncio.Event())
+    module_model.enqueue(sm.turn(_shell(f"touch {outside_tmp}/target-1.txt")), sm.text_reply("target ready"))
+    target = await runner.run(Task("t-cl-tgt", "hello", workdir=str(work), sandbox="danger-full-access"),
+                              Sink(), asyncio.Event())
+    assert (outside_tmp / "target-1.txt").exists()
+    module_model.enqueue(sm.turn(_shell(f"touch {outside_tmp}/target-2.txt local.txt")), sm.text_reply("done"))
+    collab = Task("t-cl", "use the other thread's result", intent="thread_collaboration", workdir=str(work),
+                  sandbox="read-only", source_thread_ref=source.codex_thread_ref,
+                  target_thread_ref=target.codex_thread_ref)
+    result = await runner.run(collab, Sink(), asyncio.Event())
+    output = list(module_model.requests[-1].tool_outputs().values())[-1]
+    assert result.status == "completed", result
+    assert not (outside_tmp / "target-2.txt").exists() and not (work / "local.txt").exists(), output
+    assert _sandbox_mode(module_model.requests[-1]) == "read-only"
+    assert result.execution_progress["threadSettings"]["sandbox"] == "read-only"

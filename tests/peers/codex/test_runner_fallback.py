@@ -119,3 +119,39 @@ async def test_an_app_server_lost_before_the_turn_is_waited_for_and_the_task_run
     assert result.result_text == "answered after the restart"
     assert len(scripted_model.requests) == 1  # one turn, on the restarted app-server
     assert all(r.headers.get("originator") != "codex_exec" for r in scripted_model.requests)
+
+
+async def test_an_exec_follow_up_runs_under_the_limits_of_now_not_its_thread_s_first(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel,
+        outside_tmp: Path) -> None:
+    """``codex exec resume`` takes its folder and sandbox from the follow-up: a thread that
+    began with full access in ``a`` continues, after the owner narrowed the device to
+    ``b`` and workspace-write, in ``b`` without write access outside it; and a follow-up
+    naming no folder is refused, since its thread's folder is no workspace any more."""
+    root = tmp_path / "ws"
+    first, second = root / "a", root / "b"
+    never = {"codex.approval_policy": "never", "codex.max_approval_policy": "never"}
+    loose = make_config(tmp_path, codex_bin, **never, **{"codex.sandbox": "danger-full-access",
+                                                         "codex.max_sandbox": "danger-full-access"})
+    first.mkdir()
+    second.mkdir()
+    scripted_model.enqueue(sm.turn(sm.shell_call(f"touch first.txt {outside_tmp}/first.txt")), sm.text_reply("one"))
+    scripted_model.enqueue(sm.turn(sm.shell_call(f"pwd; touch here.txt {outside_tmp}/second.txt")),
+                           sm.text_reply("two"))
+    async with missing_app_server(tmp_path, codex_bin) as app:
+        runner = Runner(loose, app, codex_home=codex_home)
+        begun = await runner.run(Task("t-x1", "first", workdir=str(first)), Sink(), asyncio.Event())
+        assert begun.status == "completed" and begun.backend == "exec", begun
+        assert (first / "first.txt").exists() and (outside_tmp / "first.txt").exists()
+        runner.config = make_config(tmp_path, codex_bin, workspace=second, **never)  # what a reload does
+        unplaced = await runner.run(Task("t-x2", "where?", codex_thread_ref=begun.codex_thread_ref),
+                                    Sink(), asyncio.Event())
+        assert (unplaced.status, unplaced.error_code) == ("failed", "workdir_not_allowed")
+        moved = await runner.run(Task("t-x3", "second", workdir=str(second), sandbox="danger-full-access",
+                                      codex_thread_ref=begun.codex_thread_ref), Sink(), asyncio.Event())
+    output = list(scripted_model.requests[-1].tool_outputs().values())[-1]
+    assert moved.status == "completed" and moved.codex_thread_ref == begun.codex_thread_ref, moved
+    assert (second / "here.txt").exists() and not (first / "here.txt").exists(), output
+    assert not (outside_tmp / "second.txt").exists(), output
+    assert any("workspace-write" in w["message"] for w in moved.execution_progress["warnings"])
+    assert moved.execution_progress["threadSettings"]["sandbox"] == "workspace-write"
