@@ -14,10 +14,12 @@ bound. Commands whose output is all a test looks at run in-process with
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner, Result
 
@@ -83,3 +85,11 @@ def invoke(*args: str, env: dict[str, str]) -> Result:
         return CliRunner().invoke(app, list(args), env={**hidden, **env})
     finally:
         G.config_path, G.debug = saved
+
+
+async def run_doctor(env: dict[str, str]) -> tuple[int, dict[str, dict[str, Any]], str]:
+    """``boss-agent doctor --json``: its exit code, its checks by name and its raw output."""
+    done = await run_cli_async("doctor", "--json", env=env)
+    assert "Traceback" not in done.stderr
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    return done.returncode, checks, done.stdout

@@ -7,7 +7,6 @@ traceback.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from boss_agent.cli import doctor
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import Identity, save_identity
 from tests.conftest import RedisProcess, free_port
-from tests.support.cli import isolated, run_cli_async
+from tests.support.cli import isolated, run_cli_async, run_doctor
 
 pytestmark = pytest.mark.codex
 
@@ -29,17 +28,6 @@ async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
         yield cp
 
 
-def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return isolated(tmp_path, **extra)
-
-
-async def run_doctor(env: dict[str, str]) -> tuple[int, dict[str, dict[str, Any]], str]:
-    done = await run_cli_async("doctor", "--json", env=env)
-    assert "Traceback" not in done.stderr
-    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
-    return done.returncode, checks, done.stdout
-
-
 async def pair(env: dict[str, str], plane: ControlPlane) -> None:
     done = await run_cli_async("pair", plane.create_pairing_code(), "--server", plane.url, env=env)
     assert done.returncode == 0, done.stderr
@@ -48,7 +36,7 @@ async def pair(env: dict[str, str], plane: ControlPlane) -> None:
 async def test_a_paired_healthy_machine_passes_every_check_but_the_service(
     tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, redis_server: RedisProcess,
 ) -> None:
-    env = base_env(tmp_path, BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home),
+    env = isolated(tmp_path, BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home),
                    BOSS_GATEWAY_ENABLED="true", BOSS_REDIS_URL=redis_server.url)
     await pair(env, plane)
     code, checks, out = await run_doctor(env)
@@ -68,7 +56,7 @@ async def test_a_paired_healthy_machine_passes_every_check_but_the_service(
 async def test_a_revoked_token_fails_with_pair_again_and_exit_1(
     tmp_path: Path, plane: ControlPlane,
 ) -> None:
-    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
+    env = isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"))
     await pair(env, plane)
     plane.revoke_device(plane.devices()[0]["deviceId"])
     code, checks, _ = await run_doctor(env)
@@ -79,7 +67,7 @@ async def test_a_revoked_token_fails_with_pair_again_and_exit_1(
 
 
 async def test_an_unreachable_server_and_a_silent_redis_fail_with_a_fix(tmp_path: Path) -> None:
-    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), BOSS_GATEWAY_ENABLED="true",
+    env = isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), BOSS_GATEWAY_ENABLED="true",
                    BOSS_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     save_identity(tmp_path / "state", Identity(f"http://127.0.0.1:{free_port()}", "dev_1", "tok_x"))
     code, checks, _ = await run_doctor(env)

@@ -23,7 +23,6 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.errors import ServerOverloaded
 from boss_agent.runner import Runner, cua
 from boss_agent.tasks import Task
-from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
 from tests.support.config import make_config
 from tests.support.runner import Sink
 
@@ -53,7 +52,7 @@ def install_computer_use_plugin(tmp: Path, codex_bin: str, home: Path, command: 
 
 
 @pytest.fixture
-def driver_plugin(desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
+def driver_plugin(desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,
                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A computer-use plugin that starts: its MCP server is the real cua-driver."""
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
@@ -63,7 +62,7 @@ def driver_plugin(desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex
 
 
 async def test_codex_computer_use_that_fails_to_start_falls_back_to_the_cua_driver_once(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,
         scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
     install_computer_use_plugin(tmp_path, codex_bin, codex_home, "/bin/false", [])
@@ -162,7 +161,7 @@ async def test_codex_computer_use_whose_turn_is_refused_before_it_starts_falls_b
 
 
 async def test_a_driver_turn_refused_before_it_starts_runs_once_in_codex_exec_with_the_driver(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,
         scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])
     scripted_model.enqueue(sm.text_reply("done in exec"))

@@ -12,13 +12,12 @@ import pytest
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import Task
-from tests.peers.desktop.test_runner_cua import (
-    _click_what_the_screenshot_showed,
-    _mcp_call,
-    _tool_search,
+from tests.support.desktop import (
+    click_what_the_screenshot_showed,
+    mcp_call,
+    tool_search,
     press_target,
 )
-from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
 from tests.support.config import make_config
 from tests.support.runner import Sink, missing_app_server
 
@@ -27,14 +26,14 @@ EXEC_ONLY = {"codex.approval_policy": "never", "codex.max_approval_policy": "nev
 
 
 async def test_without_an_app_server_a_computer_use_task_runs_in_codex_exec_with_the_cua_driver(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str,  # noqa: F811 - the imported fixture
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # codex exec (and so the MCP server) inherit it
     async with press_target(desktop) as target:
-        with sm.ScriptedModel(responder=_click_what_the_screenshot_showed) as model:
+        with sm.ScriptedModel(responder=click_what_the_screenshot_showed) as model:
             home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
-            model.enqueue(sm.turn(_tool_search("desktop screenshot click window")))
-            model.enqueue(sm.turn(_mcp_call("get_desktop_state", {})))
+            model.enqueue(sm.turn(tool_search("desktop screenshot click window")))
+            model.enqueue(sm.turn(mcp_call("get_desktop_state", {})))
             config = make_config(tmp_path, codex_bin, **EXEC_ONLY)
             async with missing_app_server(tmp_path, codex_bin) as app:
                 result = await Runner(config, app, codex_home=home).run(
@@ -58,7 +57,7 @@ async def test_without_an_app_server_a_computer_use_task_runs_in_codex_exec_with
 
 
 async def test_without_an_app_server_computer_use_that_could_ask_fails_approval_unavailable_unrun(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,  # noqa: F811
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str, codex_home: Path,
         scripted_model: sm.ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the driver is healthy: only the rule stops it
     config = make_config(tmp_path, codex_bin)  # the default policy: on-request

@@ -23,11 +23,10 @@ from boss_agent.runner import Runner
 from boss_agent.service.manager import Host
 from boss_agent.service.plan import plan_install
 from boss_agent.tasks import Task
+from tests.support.cli import isolated, run_doctor
 from tests.support.config import make_config
 from tests.support.runner import Sink
-from tests.peers.codex.test_doctor import base_env, run_doctor
-from tests.peers.desktop.test_runner_cua import _spawn, _tool_search, _wm_running
-from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
+from tests.support.desktop import spawn, tool_search, wm_running
 from tests.support.waits import eventually
 
 DESKTOP_VARS = {"DISPLAY": ":7", "XAUTHORITY": "/run/user/1234/gdm/Xauthority", "WAYLAND_DISPLAY": "wayland-0"}
@@ -53,8 +52,8 @@ def test_service_install_from_a_desktop_session_records_its_display_variables(tm
 
 @pytest.mark.desktop
 async def test_doctor_shows_the_cua_driver_healthy_on_a_real_display(
-        tmp_path: Path, desktop: dict[str, str]) -> None:  # noqa: F811 - the imported fixture
-    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), DISPLAY=desktop["DISPLAY"])
+        tmp_path: Path, desktop: dict[str, str]) -> None:
+    env = isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), DISPLAY=desktop["DISPLAY"])
     _code, checks, _out = await run_doctor(env)
     check = checks["desktop"]
     assert check["result"] == "ok", check
@@ -63,7 +62,7 @@ async def test_doctor_shows_the_cua_driver_healthy_on_a_real_display(
 
 async def test_doctor_says_when_there_is_no_display_or_the_service_cannot_see_it(
         tmp_path: Path) -> None:
-    env = {k: v for k, v in base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")).items()
+    env = {k: v for k, v in isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex")).items()
            if k not in DESKTOP_VARS}
     _code, checks, _out = await run_doctor(env)
     assert checks["desktop"]["result"] == "warn" and "no display" in checks["desktop"]["detail"]
@@ -72,8 +71,8 @@ async def test_doctor_says_when_there_is_no_display_or_the_service_cannot_see_it
 
 @pytest.mark.desktop
 async def test_doctor_warns_when_the_installed_service_has_no_display(
-        tmp_path: Path, desktop: dict[str, str]) -> None:  # noqa: F811 - the imported fixture
-    env = base_env(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), DISPLAY=desktop["DISPLAY"])
+        tmp_path: Path, desktop: dict[str, str]) -> None:
+    env = isolated(tmp_path, BOSS_CODEX_BIN=str(tmp_path / "no-codex"), DISPLAY=desktop["DISPLAY"])
     unit = tmp_path / "home" / ".config" / "systemd" / "user" / "boss-agent.service"
     unit.parent.mkdir(parents=True)
     unit.write_text(_unit(tmp_path, {}))  # installed from a shell without a desktop
@@ -145,19 +144,19 @@ async def _accept(_request: Any) -> str:
 @pytest.mark.codex
 @pytest.mark.desktop
 async def test_a_computer_use_task_reads_the_screen_types_into_a_window_and_verifies_it(
-        desktop: dict[str, str], tmp_path: Path, codex_bin: str,  # noqa: F811 - the imported fixture
+        desktop: dict[str, str], tmp_path: Path, codex_bin: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", desktop["DISPLAY"])  # the app-server (and so the MCP server) inherit it
-    await eventually(lambda: _wm_running(desktop))
+    await eventually(lambda: wm_running(desktop))
     typed_file, shots = tmp_path / "typed.txt", tmp_path / "shots"
     shots.mkdir()
-    target = _spawn([sys.executable, "-c", TARGET_APP, str(typed_file)], desktop, stdout=subprocess.DEVNULL)
+    target = spawn([sys.executable, "-c", TARGET_APP, str(typed_file)], desktop, stdout=subprocess.DEVNULL)
     try:
         await eventually(lambda: TARGET_TITLE in subprocess.run(
             ["xwininfo", "-root", "-tree"], env=desktop, capture_output=True, text=True, check=False).stdout)
         with sm.ScriptedModel(responder=_type_and_verify(shots)) as model:
             home = sm.write_codex_home(tmp_path / "codex-home", model.base_url)
-            model.enqueue(sm.turn(_tool_search("desktop screenshot type text press key")))
+            model.enqueue(sm.turn(tool_search("desktop screenshot type text press key")))
             model.enqueue(sm.turn(_call("call_look", "get_desktop_state",
                                         {"screenshot_out_file": str(shots / "before.png")})))
             config = make_config(tmp_path, codex_bin)

@@ -10,16 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.peers.codex.test_doctor import base_env
-from tests.peers.desktop.test_runner_cua import desktop  # noqa: F401 - the Xvfb + openbox fixture
+from tests.support.cli import isolated
 
 pytestmark = [pytest.mark.codex, pytest.mark.desktop]
 UP_CHECK_TIMEOUT_S = 120.0  # everything is installed: the script only checks, then doctor runs (seconds)
 
 
 async def test_up_check_installs_nothing_new_and_offers_computer_use_on_a_desktop(
-        tmp_path: Path, desktop: dict[str, str]) -> None:  # noqa: F811 - the imported fixture
-    env = base_env(tmp_path, DISPLAY=desktop["DISPLAY"])
+        tmp_path: Path, desktop: dict[str, str]) -> None:
+    env = isolated(tmp_path, DISPLAY=desktop["DISPLAY"])
     stamps = sorted(p.name for p in (REPO / ".venv").glob(".installed-*"))
     proc = await asyncio.create_subprocess_exec(
         "bash", str(REPO / "scripts" / "up.sh"), "--check", cwd=tmp_path, env=env,
