@@ -36,7 +36,7 @@ from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import CT_TASK
 from boss_agent.sources.inflight import THREAD_BUSY
 from tests.conftest import RedisProcess
-from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.appserver import Listener
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, serving
 from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis

@@ -25,7 +25,7 @@ from boss_agent.tasks import TaskResult
 from tests.support.config import make_config
 from tests.support.runner import Sink, sleepers
 from tests.security.support import hostile
-from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.appserver import Listener
 from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex]

@@ -10,7 +10,7 @@ import pytest
 
 from boss_agent.appserver.client import AppServer, RestartBackoff
 from boss_agent.appserver.discovery import DiscoveryCache, load_cached, model_roles
-from tests.peers.codex.test_appserver_transports import codex_settings
+from tests.support.appserver import codex_settings
 
 TTL_MS = 60_000
 SLOW_RESTART = RestartBackoff(initial_s=30, max_s=30, jitter_s=0)  # one attempt is all we need

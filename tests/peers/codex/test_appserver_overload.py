@@ -24,7 +24,7 @@ from boss_agent.appserver.connect import Connector, dial
 from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.rpc import Dispatcher
 from boss_agent.errors import METHOD_NOT_FOUND, SERVER_OVERLOADED, ServerOverloaded
-from tests.peers.codex.test_appserver_transports import codex_settings
+from tests.support.appserver import codex_settings
 
 BURST = 3000  # facts §3i: 3000 pipelined config/read gave ~700 overload replies
 BURST_TIMEOUT_S = 60

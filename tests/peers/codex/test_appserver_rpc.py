@@ -24,7 +24,7 @@ from boss_agent.appserver.methods import AppServerClient
 from boss_agent.appserver.routing import ServerRequest
 from boss_agent.appserver.transports import Incoming, Transport
 from boss_agent.errors import ConnectionClosed
-from tests.peers.codex.test_appserver_transports import codex_settings
+from tests.support.appserver import codex_settings
 
 pytestmark = pytest.mark.codex
 

@@ -28,7 +28,7 @@ from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
-from tests.peers.codex.test_appserver_transports import Listener
+from tests.support.appserver import Listener
 from tests.support.gateway import AGENT, ask, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
 
