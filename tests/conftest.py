@@ -1,4 +1,5 @@
-"""Shared fixtures: the real codex binary, the scripted model, a real redis-server.
+"""Shared fixtures: the real codex binary, the scripted model, a real redis-server, the
+local control plane on loopback (``plane``, with a hand-moved ``clock``) and clients of it.
 
 A missing peer is a failure, not a skip: `scripts/test.sh` installs every one of them,
 so a test that cannot find codex or redis-server means the set-up is broken.
@@ -13,12 +14,18 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
+# Before anything below imports them: the helpers' asserts report like the tests' own.
+pytest.register_assert_rewrite("tests.support")
+
+from boss_agent.controlplane import ControlPlane  # noqa: E402
+from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home  # noqa: E402
+from tests.support.controlplane import HTTP_TIMEOUT_S, FakeClock  # noqa: E402
 
 # by-framework (the gateway tests' peer) writes ./by-framework.log at import unless its
 # logger already has a handler: give it one, so no test litters the working tree.
@@ -146,6 +153,36 @@ def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "cp" / "controlplane.sqlite3"
+
+
+@pytest.fixture
+async def plane(db_path: Path, clock: FakeClock) -> AsyncIterator[ControlPlane]:
+    async with ControlPlane(db_path, clock=clock) as cp:
+        yield cp
+
+
+@pytest.fixture
+async def http(plane: ControlPlane) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=plane.url, timeout=HTTP_TIMEOUT_S) as client:
+        yield client
+
+
+@pytest.fixture
+async def local(plane: ControlPlane) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the local API, authenticated with the secret as the CLI does."""
+    headers = {"Authorization": f"Bearer {plane.secret}"}
+    async with httpx.AsyncClient(base_url=plane.url, timeout=HTTP_TIMEOUT_S, headers=headers) as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)

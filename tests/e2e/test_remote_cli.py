@@ -131,10 +131,11 @@ async def start_terminal(tmp_path: Path, *args: str) -> Terminal:
 
 
 @pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+def db_path(tmp_path: Path) -> Path:
+    """The ``plane`` where the CLI finds the local control plane, under its state dir (and
+    the CLI's HOME made beside it)."""
     (tmp_path / "home").mkdir()
-    async with ControlPlane(tmp_path / "state" / "controlplane" / "controlplane.db") as cp:
-        yield cp
+    return tmp_path / "state" / "controlplane" / "controlplane.db"
 
 
 @pytest.mark.codex

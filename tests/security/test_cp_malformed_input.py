@@ -12,10 +12,7 @@ import logging
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import error_code, pair  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)
+from tests.support.controlplane import error_code, pair
 
 NESTING = 200_000  # far beyond the JSON decoder's recursion limit
 

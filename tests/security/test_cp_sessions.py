@@ -22,10 +22,7 @@ from boss_agent.errors import ConfigError
 from tests.support.webdriver import chromium
 from tests.support.cli import cli_env, run_cli
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import EVENT_TIMEOUT_S, error_code  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, clock, db_path
+from tests.support.controlplane import EVENT_TIMEOUT_S, error_code
 
 
 async def open_session(plane: ControlPlane) -> str:

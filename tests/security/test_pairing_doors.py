@@ -19,11 +19,8 @@ from boss_agent.controlplane.devices import MAX_FAILED_PAIRINGS
 from boss_agent.errors import AppServerUnavailable
 from boss_agent.identity import load_identity
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import error_code  # noqa: E402
-from tests.support.cli import cli_env, run_cli  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, clock
+from tests.support.controlplane import error_code
+from tests.support.cli import cli_env, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
@@ -140,7 +137,7 @@ async def test_the_ws_listener_lets_codex_pick_its_port_so_a_squatter_gets_nothi
     from boss_agent.appserver import connect
     from boss_agent.appserver.client import AppServer
     from boss_agent.demo import scripted_model as sm
-    from tests.peers.codex.test_appserver_transports import codex_settings, run_turn
+    from tests.support.appserver import codex_settings, run_turn
 
     monkeypatch.setattr(connect, "free_loopback_port", lambda: squatter.port, raising=False)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))

@@ -1,19 +1,17 @@
-"""Fixtures and a small device client for the control-plane tests.
+"""A hand-moved clock and a small device client for the control-plane tests.
 
-The control plane runs for real on 127.0.0.1 port 0; the tests talk to it with a
-real httpx client. Only the clock is injectable, so expiries need no waiting.
+The control plane runs for real on 127.0.0.1 port 0 (the ``plane`` fixture of
+tests/conftest.py); the tests talk to it with a real httpx client. Only the clock is
+injectable, so expiries need no waiting.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from boss_agent.controlplane import ControlPlane
 
@@ -32,36 +30,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "cp" / "controlplane.sqlite3"
-
-
-@pytest.fixture
-async def plane(db_path: Path, clock: FakeClock) -> AsyncIterator[ControlPlane]:
-    async with ControlPlane(db_path, clock=clock) as cp:
-        yield cp
-
-
-@pytest.fixture
-async def http(plane: ControlPlane) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=plane.url, timeout=HTTP_TIMEOUT_S) as client:
-        yield client
-
-
-@pytest.fixture
-async def local(plane: ControlPlane) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the local API, authenticated with the secret as the CLI does."""
-    headers = {"Authorization": f"Bearer {plane.secret}"}
-    async with httpx.AsyncClient(base_url=plane.url, timeout=HTTP_TIMEOUT_S, headers=headers) as client:
-        yield client
 
 
 def error_code(response: httpx.Response) -> str:

@@ -1,7 +1,7 @@
 """A test NOTIFY_SOCKET: the AF_UNIX datagram socket systemd would pass to the daemon.
 
 One class for the synchronous lifecycle tests and the asyncio ones; the ``notify``
-fixture gives a fresh socket per test.
+fixture of tests/peers/conftest.py gives a fresh socket per test.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
-
-import pytest
 
 DATAGRAM_BYTES = 4096
 DEFAULT_TIMEOUT_S = 30  # generous: two cores shared with codex and other tests
@@ -53,9 +50,3 @@ class NotifySocket:
         self.sock.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-
-@pytest.fixture
-def notify() -> Iterator[NotifySocket]:
-    sock = NotifySocket()
-    yield sock
-    sock.close()

@@ -15,13 +15,10 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import pair  # noqa: E402
-from tests.support.approvals import daemon_on_codex  # noqa: E402
-from tests.support.webdriver import PHONE, chromium  # noqa: E402
-from tests.support.waits import within  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
+from tests.support.controlplane import pair
+from tests.support.approvals import daemon_on_codex
+from tests.support.webdriver import PHONE, chromium
+from tests.support.waits import within
 pytestmark = pytest.mark.browser
 
 QUESTIONS = [{"id": "db_choice", "header": "Database", "question": "Which database should we use?",

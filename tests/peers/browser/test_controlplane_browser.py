@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import pair
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 from tests.support.webdriver import chromium
 from tests.support.waits import within
 

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,6 @@ FAST = BossApiRetry.fast()
 EXIT_TIMEOUT_S = 30
 
 
-@pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, FaultProxy]]:
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        yield cp, proxy
-
-
 async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:
     await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed", "cancelled"),
                          timeout=60)
@@ -46,12 +39,11 @@ async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[st
 
 
 async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
-    cp, proxy = plane
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
-    await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+    await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
     daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
                     retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
@@ -59,8 +51,8 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     async with asyncio.TaskGroup() as tg:
         job = tg.create_task(daemon.run(ready))
         await asyncio.wait_for(ready.wait(), 60)
-        task_id = cp.submit_task("say hello", workdir=str(workdir))
-        view = await finished(cp, proxy, task_id)
+        task_id = plane.submit_task("say hello", workdir=str(workdir))
+        view = await finished(plane, proxy, task_id)
         await proxy.wait_for(lambda: _discovered(proxy))
         daemon.request_stop()
         await asyncio.wait_for(job, WAIT_S)
@@ -70,7 +62,7 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     assert result["backend"] == "app_server" and result["codexThreadRef"]
     assert view["executionProgress"]["status"] == "completed"
     assert proxy.requests(f"/{task_id}/progress")
-    app_server = cp.devices()[0]["capabilities"]["codexAppServer"]
+    app_server = plane.devices()[0]["capabilities"]["codexAppServer"]
     assert app_server["available"] is True
     assert app_server["version"] == PINNED_CODEX_VERSION and app_server["transport"] == "stdio"
     metadata = app_server["metadata"]
@@ -104,18 +96,17 @@ def _kill_hard(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_restart(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
-    cp, proxy = plane
-    identity = await pair_device(tmp_path / "state", proxy.url, cp.create_pairing_code(), policy=FAST)
+    identity = await pair_device(tmp_path / "state", proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("first result")), sm.hang(sm.message("thinking")))
     proxy.fail("/complete", 10_000)  # the server is down for completes: results must spool
     proc = _daemon_process(tmp_path, proxy.url, codex_bin, codex_home)
     try:
-        done_id = cp.submit_task("finish me", workdir=str(workdir))
+        done_id = plane.submit_task("finish me", workdir=str(workdir))
         await proxy.wait_for(lambda: proxy.requests(f"/{done_id}/complete"), timeout=60)
-        hung_id = cp.submit_task("canary-prompt-7731", workdir=str(workdir))
+        hung_id = plane.submit_task("canary-prompt-7731", workdir=str(workdir))
         await proxy.wait_for(lambda: proxy.requests(f"/{hung_id}/progress"), timeout=60)
         await asyncio.to_thread(scripted_model.wait_for_requests, 2, 60)
         _kill_hard(proc)
@@ -125,8 +116,8 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
         assert [p.name for p in (tmp_path / "state" / "running").iterdir()] == [record_name(hung_id)]
         proxy.faults.clear()  # the server is back
         proc = _daemon_process(tmp_path, proxy.url, codex_bin, codex_home)
-        done = await finished(cp, proxy, done_id)
-        hung = await finished(cp, proxy, hung_id)
+        done = await finished(plane, proxy, done_id)
+        hung = await finished(plane, proxy, hung_id)
         assert done["result"]["status"] == "completed"
         assert done["result"]["resultText"] == "first result"
         assert hung["result"]["status"] == "failed"
@@ -144,12 +135,11 @@ async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_res
 
 @pytest.mark.parametrize("decision", ["accept", "decline"])
 async def test_a_codex_approval_is_decided_through_the_control_planes_local_endpoint(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
     workdir: Path, scripted_model: sm.ScriptedModel, decision: str,
 ) -> None:
-    cp, proxy = plane
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
-    await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
+    await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(
         sm.turn(sm.shell_call("echo approved-run", sandbox_permissions="require_escalated",
                               justification="the test asks before it runs a command")),
@@ -160,16 +150,16 @@ async def test_a_codex_approval_is_decided_through_the_control_planes_local_endp
     async with asyncio.TaskGroup() as tg:
         job = tg.create_task(daemon.run(ready))
         await asyncio.wait_for(ready.wait(), 60)
-        task_id = cp.submit_task("run a command", workdir=str(workdir),
+        task_id = plane.submit_task("run a command", workdir=str(workdir),
                                  approvalPolicy="on-request", sandbox="workspace-write")
-        await proxy.wait_for(lambda: cp.task(task_id)["approvals"], timeout=60)
-        approval = cp.task(task_id)["approvals"][0]
-        async with httpx.AsyncClient(base_url=cp.url) as local:
+        await proxy.wait_for(lambda: plane.task(task_id)["approvals"], timeout=60)
+        approval = plane.task(task_id)["approvals"][0]
+        async with httpx.AsyncClient(base_url=plane.url) as local:
             answer = await local.post(f"/api/local/approvals/{task_id}/{approval['approvalId']}",
                                       json={"decision": decision},
-                                      headers={"Authorization": f"Bearer {cp.secret}"})
+                                      headers={"Authorization": f"Bearer {plane.secret}"})
             assert answer.status_code == 200, answer.text
-        view = await finished(cp, proxy, task_id)
+        view = await finished(plane, proxy, task_id)
         daemon.request_stop()
         await asyncio.wait_for(job, WAIT_S)
     assert view["result"]["status"] == "completed" and view["result"]["resultText"] == "all done"

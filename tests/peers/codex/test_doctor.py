@@ -7,7 +7,6 @@ traceback.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,6 @@ from tests.conftest import RedisProcess, free_port
 from tests.support.cli import isolated, run_cli_async, run_doctor
 
 pytestmark = pytest.mark.codex
-
-
-@pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
-        yield cp
 
 
 async def pair(env: dict[str, str], plane: ControlPlane) -> None:

@@ -8,7 +8,6 @@ device's only slot is taken by that very turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,38 +22,31 @@ pytestmark = pytest.mark.codex
 TASK_WAIT_S = 60  # codex start-up plus a few scripted model round trips
 
 
-@pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, FaultProxy]]:
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        yield cp, proxy
-
-
 def _live_refs(proxy: FaultProxy, task_id: str) -> list[dict[str, Any]]:
     return [s.body for s in proxy.requests(f"/{task_id}/progress")
             if s.status == 200 and s.body.get("turnId")]
 
 
 async def test_with_one_slot_a_steer_reaches_the_running_turn_it_names(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
-    cp, proxy = plane
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path,
                          codex__bin=codex_bin, max_concurrent_tasks=1)
     scripted_model.enqueue(sm.hang(sm.message("working on it")), sm.text_reply("steered answer"))
-    async with paired_daemon(config, proxy.url, cp.create_pairing_code(), codex_home):
-        running_id = cp.submit_task("a long job", workdir=str(workdir))
+    async with paired_daemon(config, proxy.url, plane.create_pairing_code(), codex_home):
+        running_id = plane.submit_task("a long job", workdir=str(workdir))
         # The live ids arrive with progress, long before `complete`.
         await proxy.wait_for(lambda: _live_refs(proxy, running_id), timeout=TASK_WAIT_S)
         upload = _live_refs(proxy, running_id)[0]
-        view = cp.task(running_id)
+        view = plane.task(running_id)
         assert view["status"] == "running"
         assert view["codexThreadRef"] == upload["codexThreadRef"] and view["turnId"] == upload["turnId"]
         await asyncio.to_thread(scripted_model.wait_for_requests, 1, TASK_WAIT_S)
-        steer_id = cp.submit_task("focus on the tests", workdir=str(workdir),
+        steer_id = plane.submit_task("focus on the tests", workdir=str(workdir),
                                   codexThreadRef=view["codexThreadRef"],
                                   targetCodexTurnId=view["turnId"])
-        done = {task_id: await cp.wait_task(task_id, lambda v: v["result"] is not None, TASK_WAIT_S)
+        done = {task_id: await plane.wait_task(task_id, lambda v: v["result"] is not None, TASK_WAIT_S)
                 for task_id in (steer_id, running_id)}
     steer, original = done[steer_id]["result"], done[running_id]["result"]
     assert steer["status"] == "completed", steer

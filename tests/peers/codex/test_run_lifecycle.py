@@ -19,7 +19,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 import pytest
@@ -30,10 +30,7 @@ from boss_agent.daemon.runtime import STATE_WRITE_S
 from tests.conftest import REPO
 from tests.support.cli import isolated, run_cli_async
 
-if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
-    from tests.support.notify_socket import NotifySocket
-
-pytest_plugins = ("tests.support.notify_socket",)  # its fixture: notify
+from tests.support.notify_socket import NotifySocket
 
 pytestmark = pytest.mark.codex
 

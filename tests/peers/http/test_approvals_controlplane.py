@@ -14,10 +14,8 @@ from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.tasks import ApprovalRequest, parse_task
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import error_code, pair  # noqa: E402
-from tests.support.waits import within  # noqa: E402
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
+from tests.support.controlplane import error_code, pair
+from tests.support.waits import within
 
 
 async def _fail_and_retry(device, plane, task_id: str) -> None:

@@ -11,11 +11,8 @@ import pytest
 from boss_agent.controlplane import ControlPlane, LocalClient
 from boss_agent.errors import ControlPlaneError
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import HTTP_TIMEOUT_S, error_code, pair
 from tests.support.waits import within
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 
 async def test_follow_yields_every_change_until_the_task_is_finished(http, plane, db_path: Path):

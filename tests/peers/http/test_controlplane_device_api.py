@@ -6,16 +6,12 @@ import asyncio
 import sqlite3
 
 import httpx
-import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.api import BUSY_HEARTBEAT_INTERVAL_MS, HEARTBEAT_INTERVAL_MS
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import FakeClock, error_code, pair
 from tests.support.waits import within
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 TASK_KEYS = {
     "taskId", "attempt", "intentCategory", "prompt", "projectId", "workdir", "codexThreadRef",

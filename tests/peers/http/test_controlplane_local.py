@@ -8,16 +8,12 @@ import stat
 from pathlib import Path
 
 import httpx
-import pytest
 
 from boss_agent.controlplane import ControlPlane, serve
 from boss_agent.controlplane.security import secret_path
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import HTTP_TIMEOUT_S, error_code, pair
 from tests.support.waits import within
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 
 async def test_a_foreign_host_header_is_refused_everywhere(http, plane):

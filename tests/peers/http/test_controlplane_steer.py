@@ -3,12 +3,8 @@ live refs from progress uploads, and steer tasks handed over beyond ``slots``.""
 
 from __future__ import annotations
 
-import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import pair
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 THREAD = "0199a0b0-0000-7000-8000-000000000001"
 TURN = "0199a0b0-0000-7000-8000-0000000000aa"

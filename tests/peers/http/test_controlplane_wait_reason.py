@@ -8,12 +8,8 @@ page as a live event of the queued task itself.
 
 from __future__ import annotations
 
-import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import EVENT_TIMEOUT_S, pair
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
 
 SLOT_FREES = "this one starts when a slot frees"
 

@@ -33,17 +33,10 @@ CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
 
 
 @pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[tuple[ControlPlane, FaultProxy]]:
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, FaultProxy(cp.url) as proxy:
-        yield cp, proxy
-
-
-@pytest.fixture
-async def paired(tmp_path: Path, plane: tuple[ControlPlane, FaultProxy]) -> Any:
-    cp, proxy = plane
+async def paired(tmp_path: Path, plane: ControlPlane, proxy: FaultProxy) -> Any:
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, max_concurrent_tasks=2)
-    identity = await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
-    return cp, proxy, config, identity
+    identity = await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
+    return plane, proxy, config, identity
 
 
 @contextlib.asynccontextmanager
@@ -66,14 +59,13 @@ async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[st
 
 
 async def test_pairing_stores_an_owner_only_token_and_bad_codes_are_one_line_errors(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy],
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy,
 ) -> None:
-    cp, proxy = plane
     state = tmp_path / "state"
     with pytest.raises(BossApiError) as bad:
         await pair_device(state, proxy.url, "000-000", policy=FAST)
     assert bad.value.code == "invalid_pairing_code" and "\n" not in str(bad.value)
-    identity = await pair_device(state, proxy.url, cp.create_pairing_code(), policy=FAST)
+    identity = await pair_device(state, proxy.url, plane.create_pairing_code(), policy=FAST)
     assert load_identity(state) == identity
     assert stat.S_IMODE((state / "device_token").stat().st_mode) == 0o600
     assert identity.token not in repr(identity)

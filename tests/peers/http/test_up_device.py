@@ -9,12 +9,8 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.devices import OFFLINE_AFTER_S
 from boss_agent.identity import load_identity
 
-import pytest
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import FakeClock, pair  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, clock, db_path
+from tests.support.controlplane import FakeClock, pair
 
 
 async def test_up_on_a_new_port_keeps_the_one_device_pairing_of_this_machine(db_path: Path, tmp_path: Path):

@@ -27,10 +27,7 @@ from tests.peers.phone.conftest import PhoneNet
 from tests.support.waits import within
 from tests.support.webdriver import PHONE, Netns, chromium
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import pair  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: db_path
+from tests.support.controlplane import pair
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"

@@ -21,10 +21,7 @@ from boss_agent.controlplane.phones import MAX_WRONG_PHONE_CODES, PHONE_CODE_TTL
 from boss_agent.controlplane.tls import KEY_FILE
 from tests.peers.phone.conftest import PhoneNet, phone_in
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import FakeClock, pair  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: clock, db_path
+from tests.support.controlplane import FakeClock, pair
 
 PAIR = "/api/local/phones/pair"
 REVOKED_STREAM_CLOSES_S = 1.0  # the contract: a revoked phone's open event streams close within a second

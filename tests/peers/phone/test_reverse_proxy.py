@@ -18,10 +18,7 @@ from aiohttp import ClientSession, web
 
 from boss_agent.controlplane import ControlPlane
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import HTTP_TIMEOUT_S, error_code  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: db_path
+from tests.support.controlplane import HTTP_TIMEOUT_S, error_code
 
 PUBLIC = "https://box.tail1234.ts.net"
 PHONE_ADDRESS = "100.101.102.103"  # the tailnet address the proxy reports the phone by

@@ -17,16 +17,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from boss_agent.daemon.statefile import daemon_running
 
-if TYPE_CHECKING:  # imported by pytest as a plugin first, for its fixture
-    from tests.support.notify_socket import NotifySocket
-
-pytest_plugins = ("tests.support.notify_socket",)  # its fixture: notify
+from tests.support.notify_socket import NotifySocket
 
 REPO = Path(__file__).resolve().parents[3]
 EVENT_TIMEOUT_S = 30  # generous: two cores shared with other test runs
