@@ -24,7 +24,7 @@ from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
 from tests.support.config import make_config
 from tests.support.runner import Sink, sleepers
-from tests.security.support import hostile
+from tests.support.security import hostile
 from tests.support.appserver import Listener
 from tests.support.waits import eventually
 

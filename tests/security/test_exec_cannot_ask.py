@@ -16,7 +16,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from tests.support.config import make_config
 from tests.support.runner import Sink
-from tests.security.support import hostile, missing_app_server
+from tests.support.runner import missing_app_server
+from tests.support.security import hostile
 
 pytestmark = [pytest.mark.codex]
 

@@ -20,7 +20,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from tests.support.config import make_config
 from tests.support.runner import Sink
-from tests.security.support import hostile
+from tests.support.security import hostile
 
 pytestmark = [pytest.mark.codex]
 

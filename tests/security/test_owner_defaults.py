@@ -21,7 +21,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
 from boss_agent.tasks import TaskResult
 from tests.support.runner import Sink
-from tests.security.support import hostile
+from tests.support.security import hostile
 
 pytestmark = [pytest.mark.codex]
 

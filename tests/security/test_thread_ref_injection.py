@@ -24,7 +24,8 @@ from boss_agent.runner.policy import resolve_policy
 from boss_agent.tasks import Task
 from tests.support.config import make_config
 from tests.support.runner import Sink
-from tests.security.support import hostile, missing_app_server
+from tests.support.runner import missing_app_server
+from tests.support.security import hostile
 
 pytestmark = [pytest.mark.codex]
 

@@ -20,7 +20,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
-from tests.soak.support import DaemonProcess, TurnCounter
+from tests.support.soak import DaemonProcess, TurnCounter
 from tests.support.waits import eventually
 
 SEED = int(os.environ.get("BOSS_CHAOS_SEED", "16"))

@@ -14,7 +14,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
-from tests.soak.support import DaemonProcess, TurnCounter
+from tests.support.soak import DaemonProcess, TurnCounter
 from tests.support.waits import eventually
 
 # The figure; well under a minute on 2 cores (BOSS_SOAK_TASKS overrides it).

@@ -4,9 +4,9 @@
 records every request and can answer a status of its choice for the first N requests
 matching a path suffix; it sits in front of the real ControlPlane. ``StubRunner`` is
 a small in-test ``TaskRunner`` for the source's own logic (claim, spool, progress,
-approvals, cancel) where the real codex runner would only add noise. ``paired_daemon``
-pairs a real ``Daemon`` (real codex, the scripted model's CODEX_HOME) with a control
-plane and runs it until the block ends.
+approvals, cancel) where the real codex runner would only add noise; ``running`` serves
+a daemon on one. ``paired_daemon`` pairs a real ``Daemon`` (real codex, the scripted
+model's CODEX_HOME) with a control plane and runs it until the block ends.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import httpx
 from aiohttp import web
 
 from boss_agent.config import Config
+from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.progress.card import new_card
 from boss_agent.sources.boss.pairing import pair_device
@@ -33,6 +34,8 @@ from tests.support.waits import eventually
 WAIT_S = 30.0  # upper bound for any awaited condition in these tests
 DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
 PROXY_SHUTDOWN_S = 1.0  # in-flight proxied long polls are abandoned at teardown
+CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
+FAST = BossApiRetry.fast()
 
 
 @dataclass
@@ -148,6 +151,28 @@ async def serving(daemon: Daemon) -> AsyncIterator[asyncio.Task[None]]:
                 if not daemon.shutdown.stopping.is_set():
                     daemon.request_stop()
                 await asyncio.wait_for(job, WAIT_S)
+
+
+@contextlib.asynccontextmanager
+async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daemon]:
+    """A daemon with ``runner`` (a ``StubRunner``) in place of codex, serving for the block."""
+    daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS,
+                    handle_signals=False, **kwargs)
+    async with serving(daemon):
+        yield daemon
+
+
+async def spool_empty(daemon: Daemon) -> None:
+    """Until every completion the daemon spooled has reached the server."""
+    source = daemon.source
+    assert source is not None
+    await eventually(lambda: len(source.spool) == 0, changed=source.flusher.changed)
+
+
+async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:
+    """The task's view on ``cp`` once it is completed, failed or cancelled."""
+    await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed", "cancelled"))
+    return cp.task(task_id)
 
 
 @contextlib.asynccontextmanager

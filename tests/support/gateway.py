@@ -17,6 +17,8 @@ from typing import Any
 import redis.asyncio as aioredis
 import redis.exceptions as redis_errors
 from by_framework.client.client import GatewayClient
+from by_framework.core.protocol.commands import AskAgentCommand
+from by_framework.core.protocol.message_header import MessageHeader
 from by_framework.core.protocol.data_message import DataMessage
 from by_framework.core.registry import WorkerRegistry
 
@@ -28,6 +30,8 @@ from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult
 
 AGENT = "boss_local_agent"
+STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"  # where an ask for AGENT arrives
+GROUP = "agent_engines"  # the workers' consumer group on it
 WAIT_S = 15.0  # generous bound for any awaited condition on a loaded 2-core machine
 FAST = GatewayTiming(lease_ttl_s=2, heartbeat_s=0.3, read_block_ms=200, reclaim_interval_s=0.3)
 
@@ -111,6 +115,13 @@ async def running_gateway(redis_url: str, runner: Any, worker_id: str = "w1", *,
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, WAIT_S)
+
+
+def raw_ask(message_id: str, content: str, session: str = "s1") -> dict[str, str]:
+    """The wire payload of an ask, as a client would XADD it to ``STREAM``."""
+    header = MessageHeader(message_id=message_id, session_id=session, trace_id="t",
+                           target_agent_type=AGENT)
+    return AskAgentCommand(header=header, content=content).to_redis_payload()
 
 
 def sdk_redis(url: str) -> aioredis.Redis:

@@ -11,7 +11,7 @@ from boss_agent.progress import bounds
 from boss_agent.progress.bounds import CARD_MAX_BYTES, fit_wire, trim, wire_size
 from boss_agent.progress.card import Card, Step, new_card
 from boss_agent.progress.reducer import reduce
-from tests.unit.test_card_reducer import WD, item, note, run
+from tests.support.cards import WD, item, note, run
 
 START = note("turn/started", threadId="T", turn={"id": "U"})
 

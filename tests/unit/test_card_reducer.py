@@ -14,26 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from boss_agent.progress.approval_card import describe_approval
-from boss_agent.progress.card import Card, final_answer, new_card
+from boss_agent.progress.card import final_answer, new_card
 from boss_agent.progress.reducer import NOTIFICATIONS, REQUESTS, reduce, reduce_exec_event
-
-WD = "/srv/work"
-
-
-def run(*messages: dict[str, Any], card: Card | None = None) -> Card:
-    card = card or new_card(workdir=WD, now="2026-11-30T00:00:00Z")
-    for message in messages:
-        card = reduce(card, message)
-    return card
-
-
-def note(method: str, **params: Any) -> dict[str, Any]:
-    return {"method": method, "params": params, "emittedAtMs": 1795995745083}
-
-
-def item(event: str, **fields: Any) -> dict[str, Any]:
-    return note(f"item/{event}", item=fields, threadId="T", turnId="U")
-
+from tests.support.cards import WD, item, note, run
 
 def turn_done(status: str = "completed") -> dict[str, Any]:
     return note("turn/completed", threadId="T", turn={"id": "U", "status": status, "items": []})

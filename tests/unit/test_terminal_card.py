@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
-from boss_agent.cli.terminal_card import render_card
-
-
-def draw(view: dict) -> str:
-    console = Console(width=100, record=True, color_system=None)
-    console.print(render_card(view))
-    return console.export_text()
+from tests.support.cards import draw
 
 
 def test_a_completed_card_shows_steps_files_changes_and_the_result() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from boss_agent.cli.task_follow import ChangeLines
 from boss_agent.controlplane.queue import describe_wait
-from tests.unit.test_terminal_card import draw
+from tests.support.cards import draw
 
 REASON = describe_wait(2, 2)
 QUEUED = {"status": "queued", "waitReason": REASON}

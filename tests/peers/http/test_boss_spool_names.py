@@ -13,8 +13,7 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
 from boss_agent.tasks import TaskResult
 from tests.support.config import make_config
-from tests.support.daemon import FaultProxy, StubRunner
-from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
+from tests.support.daemon import FAST, FaultProxy, StubRunner, finished, running, spool_empty
 
 LONG_ID = "tsk_" + "é" * 120  # quote() makes 724 characters of it: over NAME_MAX
 

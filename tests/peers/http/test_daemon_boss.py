@@ -6,30 +6,24 @@ cancel, a revoked token, a suspend, graceful stop."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import stat
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.errors import BossApiError
 from boss_agent.identity import load_identity
 from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.daemon.statefile import STATE_FILE
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, serving
+from tests.support.daemon import FAST, WAIT_S, FaultProxy, StubRunner, finished, running, spool_empty
 from tests.support.waits import eventually
 
-FAST = BossApiRetry.fast()
-CLAIM_WAIT_MS = 300  # short long polls keep the tests' shutdown quick
 
 
 @pytest.fixture
@@ -37,25 +31,6 @@ async def paired(tmp_path: Path, plane: ControlPlane, proxy: FaultProxy) -> Any:
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, max_concurrent_tasks=2)
     identity = await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
     return plane, proxy, config, identity
-
-
-@contextlib.asynccontextmanager
-async def running(config: Any, runner: Any, **kwargs: Any) -> AsyncIterator[Daemon]:
-    daemon = Daemon(config, runner=runner, retry_policy=FAST, claim_wait_ms=CLAIM_WAIT_MS,
-                    handle_signals=False, **kwargs)
-    async with serving(daemon):
-        yield daemon
-
-
-async def spool_empty(daemon: Daemon) -> None:
-    source = daemon.source
-    assert source is not None
-    await eventually(lambda: len(source.spool) == 0, changed=source.flusher.changed)
-
-
-async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[str, Any]:
-    await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed", "cancelled"))
-    return cp.task(task_id)
 
 
 async def test_pairing_stores_an_owner_only_token_and_bad_codes_are_one_line_errors(

@@ -22,8 +22,7 @@ from boss_agent.daemon.statefile import read_state
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.spool import RUNNING_DIR, SPOOL_DIR, record_name
 from tests.support.config import make_config
-from tests.support.daemon import FaultProxy, StubRunner
-from tests.peers.http.test_daemon_boss import FAST, finished, running, spool_empty
+from tests.support.daemon import FAST, FaultProxy, StubRunner, finished, running, spool_empty
 from tests.support.waits import eventually
 
 DISK_SIZE = "256k"  # room for the identity and the state file, little else

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.tls import CERT_FILE
-from tests.peers.phone.conftest import PhoneNet
+from tests.support.phone import PhoneNet
 from tests.support.waits import within
 from tests.support.webdriver import PHONE, Netns, chromium
 

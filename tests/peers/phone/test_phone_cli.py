@@ -11,7 +11,7 @@ from boss_agent.cli.doctor import check_phones
 from boss_agent.cli.task_follow import controlplane_dir
 from boss_agent.config import load_config
 from boss_agent.controlplane import ControlPlane
-from tests.peers.phone.conftest import PhoneNet
+from tests.support.phone import PhoneNet
 from tests.support.cli import isolated, run_cli_async
 
 PAIR = "/api/local/phones/pair"

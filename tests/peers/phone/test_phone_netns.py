@@ -19,7 +19,7 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.phones import MAX_WRONG_PHONE_CODES, PHONE_CODE_TTL_S, PHONE_CODE_WINDOW_S
 from boss_agent.controlplane.tls import KEY_FILE
-from tests.peers.phone.conftest import PhoneNet, phone_in
+from tests.support.phone import PhoneNet, phone_in
 
 from tests.support.controlplane import FakeClock, pair
 

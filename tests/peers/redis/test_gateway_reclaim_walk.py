@@ -8,8 +8,18 @@ import pytest
 
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.registry import worker_online
-from tests.peers.redis.test_gateway_reliability import GROUP, STREAM, _raw_ask
-from tests.support.gateway import ScriptRunner, ask, read_events, record_of, running_gateway, sdk_client, sdk_redis
+from tests.support.gateway import (
+    GROUP,
+    STREAM,
+    ScriptRunner,
+    ask,
+    raw_ask,
+    read_events,
+    record_of,
+    running_gateway,
+    sdk_client,
+    sdk_redis,
+)
 from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
@@ -33,10 +43,10 @@ async def _all_completed(redis, ids: list[str]) -> bool:
 async def test_a_dead_workers_entries_behind_a_page_of_live_ones_are_all_reclaimed(redis_server):
     redis = sdk_redis(redis_server.url)
     await redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
-    busy = [await redis.xadd(STREAM, _raw_ask(f"msg-b{i}", "echo busy", f"s-b{i}")) for i in range(BUSY)]
+    busy = [await redis.xadd(STREAM, raw_ask(f"msg-b{i}", "echo busy", f"s-b{i}")) for i in range(BUSY)]
     await _pending_for(redis, "busy", busy)
     dead_ids = [f"msg-d{i}" for i in range(DEAD)]
-    dead = [await redis.xadd(STREAM, _raw_ask(m, "echo rescued", f"s-{m}")) for m in dead_ids]
+    dead = [await redis.xadd(STREAM, raw_ask(m, "echo rescued", f"s-{m}")) for m in dead_ids]
     await _pending_for(redis, "ghost", dead)
     await redis.set(keys.worker_lease("busy"), "1")  # alive, just slow
     # One session per task: many tasks writing one session's registry at once contend

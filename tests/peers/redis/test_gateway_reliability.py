@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from by_framework.core.protocol.commands import AskAgentCommand
-from by_framework.core.protocol.message_header import MessageHeader
 from by_framework.core.registry import WorkerRegistry
 
 from boss_agent.errors import DuplicateWorker
@@ -20,10 +18,13 @@ from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support.gateway import (
     AGENT,
     FAST,
+    GROUP,
+    STREAM,
     WAIT_S,
     ScriptRunner,
     ask,
     gateway_config,
+    raw_ask,
     read_events,
     record_of,
     running_gateway,
@@ -33,8 +34,6 @@ from tests.support.gateway import (
 from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
-STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"
-GROUP = "agent_engines"
 REPO = Path(__file__).resolve().parents[3]
 WORKER_SCRIPT = """
 import asyncio, logging, sys
@@ -54,12 +53,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def _raw_ask(message_id: str, content: str, session: str = "s1") -> dict[str, str]:
-    header = MessageHeader(message_id=message_id, session_id=session, trace_id="t",
-                           target_agent_type=AGENT)
-    return AskAgentCommand(header=header, content=content).to_redis_payload()
 
 
 async def _status(redis, message_id: str, session: str = "s1") -> str:
@@ -122,7 +115,7 @@ async def _status_is(redis, message_id: str, status: str) -> bool:
 async def test_an_entry_a_dead_worker_read_but_never_started_is_reclaimed_and_run(redis_server):
     redis = sdk_redis(redis_server.url)
     await redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
-    await redis.xadd(STREAM, _raw_ask("msg-g", "echo rescued"))
+    await redis.xadd(STREAM, raw_ask("msg-g", "echo rescued"))
     await redis.xreadgroup(GROUP, "ghost", {STREAM: ">"}, count=1)  # read, then died
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner):
@@ -134,8 +127,8 @@ async def test_an_entry_a_dead_worker_read_but_never_started_is_reclaimed_and_ru
 async def test_own_pending_entries_are_recovered_at_start_by_the_same_rule(redis_server):
     redis = sdk_redis(redis_server.url)
     await redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
-    await redis.xadd(STREAM, _raw_ask("msg-p1", "echo fresh"))
-    await redis.xadd(STREAM, _raw_ask("msg-p2", "echo started"))
+    await redis.xadd(STREAM, raw_ask("msg-p1", "echo fresh"))
+    await redis.xadd(STREAM, raw_ask("msg-p2", "echo started"))
     await WorkerRegistry(redis).save_execution({
         "execution_id": "exec-p2", "message_id": "msg-p2", "session_id": "s1", "worker_id": "w1",
         "status": "RUNNING", "target_agent_type": AGENT, "parent_message_id": ""})
@@ -157,7 +150,7 @@ async def test_a_task_that_reached_a_terminal_state_is_never_run_twice(redis_ser
     async with running_gateway(redis_server.url, runner) as gateway:
         await ask(sdk_client(redis), "s1", "echo once", "msg-once")
         await read_events(redis, "s1", "msg-once")
-        await redis.xadd(STREAM, _raw_ask("msg-once", "echo once"))  # a replay
+        await redis.xadd(STREAM, raw_ask("msg-once", "echo once"))  # a replay
         await eventually(lambda: gateway.status["counts"].get("skipped") == 1)
     assert runner.runs == ["msg-once"]
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from boss_agent.tasks import Task, parse_task
-from tests.support.runner import missing_app_server
-
-__all__ = ["hostile", "missing_app_server"]
 
 
 def hostile(**fields: Any) -> Task:
