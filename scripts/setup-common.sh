@@ -3,6 +3,7 @@
 # shellcheck shell=bash
 
 CODEX_NPM_VERSION="0.171.0"   # the codex CLI the tests and protocol snapshot are pinned to
+ESLINT_NPM_PACKAGES="eslint@9.39.5 @eslint/js@9.39.5 globals@17.14.0"  # lints the page's modules; node >= 18.18
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 TOOLS="$ROOT/.tools"
@@ -91,4 +92,19 @@ ensure_codex() {
   mkdir -p "$TOOLS"
   npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "@openai/codex@$CODEX_NPM_VERSION" >&2
   echo "$bin"
+}
+
+# ensure_eslint — the pinned ESLint under .tools-js/ (for the page's modules); prints its path.
+ensure_eslint() {
+  local dir="$ROOT/.tools-js" stamp
+  stamp="$dir/.installed-$(echo "$ESLINT_NPM_PACKAGES" | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    ensure_debian_packages node:nodejs npm:npm
+    log "installing $ESLINT_NPM_PACKAGES into .tools-js/"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086  # the list is words on purpose
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $ESLINT_NPM_PACKAGES >&2
+    touch "$stamp"
+  fi
+  echo "$dir/node_modules/.bin/eslint"
 }

@@ -21,6 +21,12 @@ if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
   "$VENV/bin/mypy"
 fi
 
+# The page's JavaScript modules: ESLint's recommended rules (scripts/eslint.config.mjs).
+if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
+  log "eslint boss_agent/controlplane/static"
+  "$(ensure_eslint)" --config scripts/eslint.config.mjs boss_agent/controlplane/static
+fi
+
 # The tests own their state: no user config, state dir or codex login leaks in.
 unset BOSS_AGENT_CONFIG BOSS_SERVER_URL BOSS_STATE_DIR CODEX_HOME
 exec "$VENV/bin/python" -m pytest "$@"
