@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
-from boss_agent.controlplane import queue
+from boss_agent.controlplane import ControlPlane, queue
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import Device, pair  # noqa: E402
@@ -83,6 +85,7 @@ async def test_typed_answers_keep_their_text_selection_and_focus_while_progress_
         await browser.type(f"{form} input[name=target]", "staging-1")
         await _stream(browser, device, form_id, 1 + UPDATES, other_id)
         filling = await browser.execute(_FOCUS, form)
+        await browser.screenshot(SHOTS / "keyed-typing-desktop.png")
 
         async with asyncio.TaskGroup() as group:
             poll = group.create_task(device.poll(asked_id, "apr_q", wait_ms=30_000))
@@ -94,6 +97,28 @@ async def test_typed_answers_keep_their_text_selection_and_focus_while_progress_
     assert filling == {"inside": True, "value": "staging-1", "selection": [9, 9]}
     assert answer.json()["answers"] == {"why": ["because it is one file"]}
     assert left == 0  # decided: its form leaves the page, its summary and decision stay
+
+
+async def test_a_typed_answer_survives_the_control_plane_restarting(db_path: Path, tmp_path: Path):
+    """On a reconnect the page gets a whole new snapshot: the question still pending is kept, not redrawn."""
+    question = '[data-approval-id="apr_q"]'
+    async with chromium(tmp_path / "profile", size=PHONE) as browser:
+        async with ControlPlane(db_path) as first, httpx.AsyncClient(base_url=first.url) as http:
+            device = await pair(http, first)
+            task_id = first.submit_task("pick a database")
+            await device.claim()
+            await device.ask(task_id, "apr_q", kind="userInput", summary="A question", questions=QUESTION,
+                             availableDecisions=["accept", "decline"])
+            await browser.open(first.page_url)
+            await browser.type(f"{question} input.other", TYPED)
+            port = urlsplit(first.url).port
+        await browser.wait_for('#connection[data-state="offline"]')
+        async with ControlPlane(db_path, port=port) as second:
+            second.submit_task("submitted while the page was away")  # in the new snapshot only
+            await browser.wait_for("#tasks .task .title", "while the page was away")
+            kept = await browser.execute(_FOCUS, question)
+            await browser.screenshot(SHOTS / "keyed-question-390.png")
+    assert kept == {"inside": True, "value": TYPED, "selection": [len(TYPED), len(TYPED)]}
 
 
 async def test_the_page_offers_what_the_servers_status_sets_say(http, plane, tmp_path: Path,
@@ -112,6 +137,7 @@ async def test_the_page_offers_what_the_servers_status_sets_say(http, plane, tmp
         await browser.wait_for(f'{done}[data-status="completed"] button.retry')
         assert await browser.execute(f"return !!document.querySelector('[data-task-id=\"{queued_id}\"] button.cancel')")
         assert not await browser.execute(f"return !!document.querySelector('{done} button.cancel')")
+        await browser.screenshot(SHOTS / "keyed-statuses-390.png")
         await browser.press(f"{done} button.retry")
         await browser.wait_for(f'{done}[data-status="queued"] .meta', "attempt 2")
     assert plane.task(done_id)["attempt"] == 2
