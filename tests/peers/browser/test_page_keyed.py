@@ -33,6 +33,7 @@ SCHEMA = {"type": "object", "properties": {"target": {"type": "string", "title":
 TYPED = "because it needs no server"
 SELECTED = (8, 26)  # "it needs no server": a selection, not only a caret at the end
 RETYPED = "it is one file"  # typed over the selection that survived the updates
+OTHER_REFS = {"codexThreadRef": "thr_other", "turnId": "turn_other"}  # its live turn: it can be steered
 
 # The focused element, its value and its selection, as one answer.
 _FOCUS = """
@@ -51,8 +52,9 @@ async def _stream(browser: Browser, device: Device, task_id: str, first_seq: int
                 "steps": [{"title": f"step {i}", "status": "completed"} for i in range(n + 1)]}
         assert (await device.progress(task_id, first_seq + n, card)).status_code == 200
         await browser.wait_for(f"{task} .answer", preview)
-        assert (await device.progress(other_id, first_seq + n, {"version": 1, "status": "running",
-                                                                 "answerPreview": preview})).status_code == 200
+        other = {"version": 1, "status": "running", "answerPreview": preview}
+        assert (await device.post(f"/api/v1/master-agent/tasks/{other_id}/progress", {
+            "seq": first_seq + n, "executionProgress": other, **OTHER_REFS})).status_code == 200
         await browser.wait_for(f'[data-task-id="{other_id}"] .answer', preview)
 
 
@@ -87,6 +89,12 @@ async def test_typed_answers_keep_their_text_selection_and_focus_while_progress_
         filling = await browser.execute(_FOCUS, form)
         await browser.screenshot(SHOTS / "keyed-typing-desktop.png")
 
+        steer = f'[data-task-id="{other_id}"] .compose'
+        await browser.press(f'[data-task-id="{other_id}"] button.steer')
+        await browser.type(f"{steer} textarea", "look at the tests first")
+        await _stream(browser, device, form_id, 1 + 2 * UPDATES, other_id)
+        steering = await browser.execute(_FOCUS, steer)
+
         async with asyncio.TaskGroup() as group:
             poll = group.create_task(device.poll(asked_id, "apr_q", wait_ms=30_000))
             await browser.click(f'{question} button[data-decision="answers"]')
@@ -95,6 +103,7 @@ async def test_typed_answers_keep_their_text_selection_and_focus_while_progress_
         left = await browser.execute(f"return document.querySelectorAll('{question} .questions').length")
     assert answering == {"inside": True, "value": TYPED, "selection": list(SELECTED)}
     assert filling == {"inside": True, "value": "staging-1", "selection": [9, 9]}
+    assert steering == {"inside": True, "value": "look at the tests first", "selection": [23, 23]}
     assert answer.json()["answers"] == {"why": ["because it is one file"]}
     assert left == 0  # decided: its form leaves the page, its summary and decision stay
 
