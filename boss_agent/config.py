@@ -18,12 +18,13 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from boss_agent.codexbin import installed_codex
 from boss_agent.errors import ConfigError
 from boss_agent.ids import ID_RULE, valid_id
 from boss_agent.netaddr import address_is_loopback, check_redis_url, check_server_url, parse_listen, public_origin
@@ -191,7 +192,8 @@ KEYS: tuple[Key, ...] = (
         "on SIGTERM, how long running tasks may finish before they are interrupted"),
     Key("log_level", "BOSS_LOG_LEVEL", "info", _choice(("debug", "info", "warning", "error")),
         "log verbosity"),
-    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str, "the Codex CLI (default: `codex` on PATH)"),
+    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str,
+        "the Codex CLI (default: the one scripts/up.sh recorded, else `codex` on PATH)"),
     Key("codex.app_server_transport", "BOSS_CODEX_APP_SERVER_TRANSPORT", "stdio",
         _choice(TRANSPORTS), "stdio, ws or unix"),
     Key("codex.app_server_url", "BOSS_CODEX_APP_SERVER_URL", None, _url(("ws", "wss", "unix")),
@@ -442,9 +444,13 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
     if not gateway.allow_insecure_redis:
         check_redis_url(gateway.redis_url, False)  # likewise
     workspaces = v["workspaces"] or (Path.home(),)
+    state_dir = v["state_dir"] or default_state_dir()
+    if codex.bin is None and (recorded := installed_codex(state_dir)):
+        codex = replace(codex, bin=recorded)  # codex.bin, when set, always wins
+        sources = {**sources, "codex.bin": "recorded by scripts/up.sh"}
     return Config(
         server_url=v["server.url"],
-        state_dir=v["state_dir"] or default_state_dir(),
+        state_dir=state_dir,
         workspaces=tuple(p.resolve() for p in workspaces),
         max_concurrent_tasks=v["max_concurrent_tasks"],
         grace_period_s=v["grace_period_s"],

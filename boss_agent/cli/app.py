@@ -120,7 +120,8 @@ def read_pairing_code() -> str:
 @app.command()
 def pair(
     code: Annotated[str | None, typer.Argument(
-        help="the pairing code shown in the Boss app (omit it to be asked: an argument shows in `ps`)")] = None,
+        help="the pairing code from the Boss app, or the local page's New pairing code button "
+             "(omit it to be asked: an argument shows in `ps`)")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
@@ -189,8 +190,15 @@ def task(
     computer_use: Annotated[bool, typer.Option("--computer-use", help="a desktop-control task")] = False,
     follow: FollowOption = True,
 ) -> None:
-    """Submit a task to the local control plane and follow its progress card."""
-    fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
+    """Submit a task to the local control plane and follow its progress card.
+
+    Without --workdir it runs where any task without one runs (default_workdir, else the
+    thread's scratch directory), never in the shell's current directory.
+    """
+    from boss_agent.cli.task_follow import workdir_field
+
+    fields, where = guarded(lambda: workdir_field(workdir, build_config(), thread=thread))
+    typer.echo(where, err=True)
     if thread:
         fields["codexThreadRef"] = thread
     if computer_use:

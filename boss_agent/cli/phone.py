@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import segno
 import typer
@@ -22,9 +22,10 @@ from boss_agent.controlplane.security import SECRET_FILE, URL_FILE
 
 phone_app = typer.Typer(help="Phones that open the page with no cloud (docs/phone.md).", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+T = TypeVar("T")
 
 
-def _with_client[T](call: Callable[[LocalClient], Awaitable[T]]) -> T:
+def _with_client(call: Callable[[LocalClient], Awaitable[T]]) -> T:
     from boss_agent.cli.task_follow import controlplane_dir
 
     async def go() -> T:

@@ -71,7 +71,9 @@ approvals ([{approvalId, kind, summary, risk, availableDecisions, status
 message?, mode?, schema?, url?, createdAt, decidedAt}]: the current attempt's only),
 createdAt, updatedAt, claimedAt, completedAt, codexThreadRef and turnId (the thread and
 turn it runs on, live from progress uploads, then from the result: what Steer and
-Continue send), task (the submitted Task fields with prompt)}``.
+Continue send), waitReason (a queued task's reason for not starting while every slot of
+the device is held, e.g. "2 tasks are waiting on your approval; this one starts when a slot
+frees"; else null), task (the submitted Task fields with prompt)}``.
 """
 
 from boss_agent.controlplane.client import LocalClient

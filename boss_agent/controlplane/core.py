@@ -40,6 +40,7 @@ class Core:
         self.parked_claims = 0
         self.events = Broadcaster()
         self.closing = asyncio.Event()
+        self._wait_reason: str | None = None  # the queued tasks' last published waitReason
         self._offline: set[str] = set()  # devices the page was last told are offline
 
     def stop(self) -> None:
@@ -56,6 +57,17 @@ class Core:
 
     def _task_changed(self, task_id: str) -> None:
         self.events.publish("task", self.queue.task(task_id))
+        self._wait_reason_changed()
+
+    def _wait_reason_changed(self) -> None:
+        """A running task's approval, a finished task or a heartbeat can change why the queued
+        tasks wait: then each queued task's view goes out again, with the new reason."""
+        reason = self.queue.wait_reason()
+        if reason == self._wait_reason:
+            return
+        self._wait_reason = reason
+        for view in self.queue.queued():
+            self.events.publish("task", view)
 
     def _device_changed(self, device_id: str) -> None:
         self.events.publish("device", self.devices.device(device_id))
@@ -154,6 +166,7 @@ class Core:
         self.devices.record_heartbeat(device_id, body)
         self.queue.renew_leases(device_id, body.get("runningTaskIds") or [])
         self._device_changed(device_id)
+        self._wait_reason_changed()
         return self.queue.cancel_ids(device_id)
 
     async def claim(self, device_id: str, slots: int, wait_s: float) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ the HTTP server (port 0 picks a free port; ``url`` says which) and starts the le
 sweeper; leaving it answers every long poll at once, ends the page's event streams,
 stops the server within ``SHUTDOWN_GRACE_S`` and closes the database. While it runs,
 ``controlplane.url`` beside the database holds its URL, so `boss-agent task` can find
-it; the secret is in ``controlplane.secret`` (see ``security.py``).
+it; the secret is in ``controlplane.secret`` (see ``security.py``). ``exclusive``
+holds ``controlplane.lock`` there: `up` and `devserver` take it before they change
+anything, so a second one on the same directory refuses, naming the running page.
 
 Its methods are synchronous and must be called on the event loop's thread.
 """
@@ -16,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -39,7 +41,8 @@ from boss_agent.controlplane.origins import host_port
 from boss_agent.controlplane.phone_api import PHONE_DOOR_KEY, PhoneDoor
 from boss_agent.netaddr import address_is_loopback, parse_listen, public_origin
 from boss_agent.config import LocalSettings
-from boss_agent.errors import ConfigError, ControlPlaneError
+from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.errors import AlreadyRunning, ConfigError, ControlPlaneError, StateError
 from boss_agent.identity import write_atomic
 
 logger = logging.getLogger(__name__)
@@ -49,6 +52,46 @@ SHUTDOWN_GRACE_S = 2.0  # long polls answer at once on exit; this only bounds a 
 SWEEP_MIN_S, SWEEP_MAX_S = 0.1, 5.0  # the sweeper looks for expired leases at a quarter lease, within these
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a final progress card with many file changes fits comfortably
 WAIT_TASK_TIMEOUT_S = 600.0  # default bound for wait_task: a whole Codex turn fits
+LOCK_FILE = "controlplane.lock"  # held by the one control plane serving the database beside it
+
+
+def check_host(host: str) -> None:
+    """Refuse a ``--host`` that is not loopback (before anything starts, in `up` too)."""
+    if not address_is_loopback(host):
+        # The page and the local API are for this machine's user only; a LAN address
+        # would hand a ?token= URL and the device API to the whole network. Phones come
+        # in through ``listen`` (https) or a reverse proxy's ``public_origins``.
+        raise ConfigError(f"--host {host} is not a loopback address (use 127.0.0.1, ::1 or localhost; "
+                          "for a phone, see local.listen in docs/phone.md)")
+
+
+def running_url(directory: Path) -> str | None:
+    """The URL of the control plane running in ``directory`` (no token), if it wrote one."""
+    try:
+        return (directory / URL_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def exclusive(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s control plane lock while the block runs.
+
+    Taken before a control plane (or `up`) changes anything there: a second one
+    refuses with a ``StateError`` that names the running page instead.
+    """
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = InstanceLock(directory, LOCK_FILE)
+    try:
+        lock.acquire()
+    except AlreadyRunning as exc:
+        who = f" (pid {exc.pid})" if exc.pid else ""
+        url = running_url(directory)
+        # The page's token stays out of the line (errors are masked): `page` prints the URL with it.
+        where = f"its page is {url} (`boss-agent page` prints it with its token)" if url else "it is still starting"
+        raise StateError(f"boss-agent's control plane already runs on this state dir{who}; {where}") from None
+    with lock:
+        yield
 
 
 def phone_doors(local: LocalSettings) -> dict[str, Any]:
@@ -85,12 +128,7 @@ class ControlPlane:
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
     ) -> None:
-        if not address_is_loopback(host):
-            # The page and the local API are for this machine's user only; a LAN address
-            # would hand a ?token= URL and the device API to the whole network. Phones come
-            # in through ``listen`` (https) or a reverse proxy's ``public_origins``.
-            raise ConfigError(f"--host {host} is not a loopback address (use 127.0.0.1, ::1 or localhost; "
-                              "for a phone, see local.listen in docs/phone.md)")
+        check_host(host)
         try:
             self.listen = tuple(parse_listen(entry) for entry in listen)
             origins = tuple(public_origin(entry) for entry in public_origins)
@@ -195,8 +233,11 @@ class ControlPlane:
             self._core = None
 
     def _close_core(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            (self.db_path.parent / URL_FILE).unlink()
+        url_file = self.db_path.parent / URL_FILE
+        with contextlib.suppress(OSError):
+            # Only our own: another control plane's file would leave it unfindable.
+            if self.url and url_file.read_text(encoding="utf-8").strip() == self.url:
+                url_file.unlink()
         if self._core is not None:
             self._core.stop()
             self._core.close()
@@ -291,10 +332,12 @@ async def serve(
     """Run a control plane until cancelled (`boss-agent devserver`); prints nothing itself.
 
     ``ready`` is called once it listens (the CLI prints ``page_url`` there); ``local``
-    opens the phones' ways in (``local.*`` config keys).
+    opens the phones' ways in (``local.*`` config keys). A control plane already serving
+    ``db_path``'s directory makes it refuse before anything changes.
     """
-    async with ControlPlane(db_path, host=host, port=port, rotate_secret=rotate_secret,
-                            **phone_doors(local or LocalSettings())) as plane:
-        if ready is not None:
-            ready(plane)
-        await asyncio.Event().wait()
+    with exclusive(Path(db_path).parent):
+        async with ControlPlane(db_path, host=host, port=port, rotate_secret=rotate_secret,
+                                **phone_doors(local or LocalSettings())) as plane:
+            if ready is not None:
+                ready(plane)
+            await asyncio.Event().wait()

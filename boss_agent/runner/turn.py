@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from boss_agent.appserver.routing import Notification, ThreadListener
 from boss_agent.errors import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from boss_agent.appserver.methods import AppServerClient
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
@@ -209,7 +210,7 @@ class AppServerTurn:
         if confirm and not ctx.limits_hold(held):
             raise TaskFailed("Codex kept the thread's earlier folder or limits", THREAD_LIMITS_UNENFORCEABLE)
 
-    async def _before_turn[T](self, call: Awaitable[T]) -> T:
+    async def _before_turn(self, call: Awaitable[T]) -> T:
         try:
             return await call
         except AppServerError as exc:

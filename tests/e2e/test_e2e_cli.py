@@ -18,7 +18,7 @@ import pytest
 
 from boss_agent.controlplane import LocalClient
 from boss_agent.demo.model import DEMO_FILE
-from tests.support.e2e import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval
+from tests.support.e2e import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval, running_up
 
 pytestmark = pytest.mark.codex
 
@@ -29,11 +29,8 @@ PROMPT = f"Tidy the project up, {PROMPT_WORD}. The deploy key is {CANARY}."
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory, codex_bin: str) -> Iterator[UpProcess]:
-    process = UpProcess(tmp_path_factory.mktemp("e2e-cli"), codex_bin)
-    process.start()
-    yield process
-    if process.proc is not None and process.proc.poll() is None:
-        process.stop()
+    with running_up(tmp_path_factory.mktemp("e2e-cli"), codex_bin) as process:
+        yield process
 
 
 async def _answer_its_approval(up: UpProcess, project: Path, decision: str) -> dict:

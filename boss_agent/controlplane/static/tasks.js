@@ -66,6 +66,7 @@ function bodyParts(view) {
       el("span", { class: "title", title }, title || view.taskId),
       el("span", { class: "status", data: { status: shown } }, shown)) },
     { key: "meta", make: () => el("div", { class: "meta" }, metaLine(view)) },
+    view.waitReason && { key: "wait-reason", make: () => el("p", { class: "wait-reason", role: "status" }, view.waitReason) },
     { key: "card", make: () => el("div", { class: "card" }), update: (n) => renderCard(n, view) },
     actions.length && { key: "actions", make: () => el("div", { class: "task-actions" }, actions) },
   ].filter(Boolean);
