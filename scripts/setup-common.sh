@@ -3,6 +3,7 @@
 # shellcheck shell=bash
 
 CODEX_NPM_VERSION="0.171.0"   # the codex CLI the tests and protocol snapshot are pinned to
+ESLINT_NPM_PACKAGES="eslint@9.39.5 @eslint/js@9.39.5 globals@17.14.0"  # lints the page's modules; node >= 18.18
 _here="${BASH_SOURCE[0]%/*}"; [ "$_here" = "${BASH_SOURCE[0]}" ] && _here=.
 ROOT="$(cd "$_here/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -42,12 +43,14 @@ pyenv_roots() {
   return 0
 }
 
-# find_python [MINOR]: print the first Python >= 3.11 (with MINOR: exactly 3.MINOR) found:
+# find_python [MINOR]: print the first Python >= 3.11 (>= 3.$PYTHON_FLOOR_MINOR when that is
+# set; with MINOR: exactly 3.MINOR) found:
 # python3.14 ... python3.11 and python3 on PATH, then each pyenv root's versions (also
 # `pyenv versions --bare`), then `pyenv prefix`. When there is none, say on stderr where it
 # looked and what was too old.
 find_python() {
-  local exact="${1:-}" candidate path version root name minor looked=() too_old=() candidates=() prefixes=()
+  local exact="${1:-}" floor="${PYTHON_FLOOR_MINOR:-$MIN_PYTHON_MINOR}" candidate path version root name minor
+  local looked=() too_old=() candidates=() prefixes=()
   candidates=(python3.14 python3.13 python3.12 python3.11 python3)
   while IFS= read -r root; do
     [ -n "$root" ] || continue
@@ -70,7 +73,7 @@ find_python() {
     path="$(command -v "$candidate" 2>/dev/null)" || continue
     version="$(python_version "$path")" || continue
     minor="${version#3.}"; minor="${minor%%.*}"
-    if [ "${version%%.*}" = 3 ] && [ "$minor" -ge "$MIN_PYTHON_MINOR" ]; then
+    if [ "${version%%.*}" = 3 ] && [ "$minor" -ge "$floor" ]; then
       [ -z "$exact" ] || [ "$minor" = "$exact" ] && { echo "$path"; return 0; }
       continue
     fi
@@ -79,7 +82,7 @@ find_python() {
   local where old=""
   printf -v where '%s, ' "${looked[@]}"
   [ ${#too_old[@]} -gt 0 ] && printf -v old '; too old: %s' "${too_old[*]}"
-  local wanted=">= 3.$MIN_PYTHON_MINOR"
+  local wanted=">= 3.$floor"
   [ -n "$exact" ] && wanted="3.$exact"
   log "no Python $wanted found: looked for python3.$MIN_PYTHON_MINOR..python3.14 and python3" \
       "on PATH (${PATH:-empty}), and in ${where%, }${old}"
@@ -168,4 +171,19 @@ link_on_path() {
     *) log "linked $link -> $VENV/bin/boss-agent, but $dir is not on your PATH:" \
            "add  export PATH=\"\$HOME/.local/bin:\$PATH\"  to your shell's profile" ;;
   esac
+}
+
+# ensure_eslint — the pinned ESLint under .tools-js/ (for the page's modules); prints its path.
+ensure_eslint() {
+  local dir="$ROOT/.tools-js" stamp
+  stamp="$dir/.installed-$(echo "$ESLINT_NPM_PACKAGES" | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    ensure_debian_packages node:nodejs npm:npm
+    log "installing $ESLINT_NPM_PACKAGES into .tools-js/"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086  # the list is words on purpose
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error $ESLINT_NPM_PACKAGES >&2
+    touch "$stamp"
+  fi
+  echo "$dir/node_modules/.bin/eslint"
 }

@@ -11,7 +11,9 @@ cd "$ROOT"
 ensure_debian_packages git:git redis-server:redis-server Xvfb:xvfb openbox:openbox \
   xdotool:xdotool xwininfo:x11-utils chromium:chromium chromedriver:chromium-driver \
   node:nodejs npm:npm ip:iproute2
-ensure_venv test,cua
+# The whole suite runs on Python >= 3.12: by-framework, the gateway's reference peer in the
+# tests, needs it. (boss-agent itself runs on 3.11: the pass at the end checks that.)
+PYTHON_FLOOR_MINOR=12 ensure_venv test,cua
 BOSS_TEST_CODEX_BIN="$(ensure_codex)"
 export BOSS_TEST_CODEX_BIN
 
@@ -20,6 +22,12 @@ if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
   "$VENV/bin/ruff" check --quiet boss_agent tests bench
   log "mypy --strict boss_agent"
   "$VENV/bin/mypy"
+fi
+
+# The page's JavaScript modules: ESLint's recommended rules (scripts/eslint.config.mjs).
+if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
+  log "eslint boss_agent/controlplane/static"
+  "$(ensure_eslint)" --config scripts/eslint.config.mjs boss_agent/controlplane/static
 fi
 
 # The tests own their state: no user config, state dir or codex login leaks in.

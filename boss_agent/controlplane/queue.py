@@ -47,6 +47,7 @@ TASK_FIELDS = (
 )
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
 FINISHED = frozenset({*TERMINAL, "abandoned"})  # the queue's own end: a lease ran out
+RETRYABLE = frozenset({"abandoned", "failed"})  # retry() requeues these as a new attempt
 RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
 
 
@@ -310,7 +311,7 @@ class TaskQueue:
     def retry(self, task_id: str) -> None:
         """Requeue an abandoned or failed task as a new attempt."""
         row = self._row(task_id)
-        if row["status"] not in ("abandoned", "failed"):
+        if row["status"] not in RETRYABLE:
             raise ControlPlaneError(409, "task_not_retryable", f"the task is {row['status']}")
         self.db.conn.execute(
             "UPDATE tasks SET status = 'queued', attempt = attempt + 1, device_id = NULL,"

@@ -1,12 +1,13 @@
-"""The web page: ``/`` (and its ``?token=`` door) and the two static files it loads.
+"""The web page: ``/`` (and its ``?token=`` door) and the static files it loads.
 
-The page is plain HTML, JavaScript and CSS from ``static/`` (no build step, nothing
-from a CDN), served to anyone: it holds no data, and a phone holding nothing but a
-pairing code must load it. ``/?token=<secret>`` (loopback only) checks the secret and
-redirects to ``/#session=<session>``, a session token derived from it (never the
-secret: see ``security.py``), so the secret leaves the address bar and the browser
-history at once. The fragment never reaches a server; the page script keeps the
-session in its own origin's storage and sends it in a header, so no cookie is set.
+The page is plain HTML, JavaScript (ES modules, ``<script type="module">``) and CSS
+from ``static/`` (no build step, nothing from a CDN), served to anyone: it holds no
+data, and a phone holding nothing but a pairing code must load it.
+``/?token=<secret>`` (loopback only) checks the secret and redirects to
+``/#session=<session>``, a session token derived from it (never the secret: see
+``security.py``), so the secret leaves the address bar and the browser history at
+once. The fragment never reaches a server; the page script keeps the session in its
+own origin's storage and sends it in a header, so no cookie is set.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from boss_agent.controlplane.security import DOORS_KEY, door, same
 from boss_agent.controlplane.wire import error_response
 
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"app.js": "text/javascript", "phones.js": "text/javascript", "style.css": "text/css",
-          "icon.svg": "image/svg+xml"}
 # At the root, where a service worker's scope must be and a manifest is looked for.
 ROOT_FILES = {"/sw.js": ("sw.js", "text/javascript"), "/manifest.webmanifest": ("manifest.webmanifest",
                                                                                   "application/manifest+json")}
+# Every page module, listed once at import: a module script needs a JavaScript type
+# (and X-Content-Type-Options: nosniff holds the browser to it).
+ASSETS = {**{p.name: "text/javascript" for p in STATIC.glob("*.js") if p.name != "sw.js"},
+          "style.css": "text/css", "icon.svg": "image/svg+xml"}
 
 routes = web.RouteTableDef()
 

@@ -1,8 +1,11 @@
 // Phones: pairing this phone (#pair=CODE&fp=…), "Add a phone" and the phone list (the
 // owner's page), and telling the person that an approval waits (title, notification,
-// vibration). Loaded after app.js, whose el(), call() and SESSION_KEY it uses; data
-// reaches the DOM through textContent / attributes only, as there.
-"use strict";
+// vibration). Data reaches the DOM through textContent / attributes only (render.js).
+
+import { SESSION_KEY, call } from "./api.js";
+import { act, el, setConnection, when } from "./render.js";
+import { isLive } from "./statuses.js";
+import { tasks } from "./store.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const VIBRATION_MS = [200, 100, 200];  // two short pulses: noticeable, not alarming
@@ -12,7 +15,8 @@ let notifiedApprovals = new Set();
 
 // ---- pairing this phone: the code from the address's fragment, traded for a token ----
 
-function startPairing() {
+// With a #pair= code in the address: show the pairing form, call onPaired() once paired; true.
+export function startPairing(onPaired) {
   const params = new URLSearchParams(location.hash.slice(1));
   if (!params.has("pair")) return false;
   const code = params.get("pair");
@@ -31,7 +35,7 @@ function startPairing() {
       localStorage.setItem(SESSION_KEY, answer.token);
       section.hidden = true;
       delete document.body.dataset.pairing;
-      connect();
+      onPaired();
     } catch (err) {
       status.textContent = err.message;
     }
@@ -42,9 +46,9 @@ function startPairing() {
 
 // ---- who is this page: the owner on this machine, or a paired phone ----
 
-async function showRole() {
+export async function showRole() {
   let me;
-  try { me = await call("GET", "/api/local/whoami"); } catch (err) { return; }
+  try { me = await call("GET", "/api/local/whoami"); } catch { return; }
   role = me.role;
   document.body.dataset.role = role;
   document.getElementById("phones-section").hidden = role !== "owner";
@@ -91,7 +95,7 @@ async function addPhone() {
   box.hidden = false;
 }
 
-function renderPhones(phones) {
+export function renderPhones(phones) {
   document.getElementById("phones").replaceChildren(...phones.map((p) => {
     const node = el("li", { class: "phone", data: { phoneId: p.phoneId } },
       el("div", { class: "name" }, p.name),
@@ -106,7 +110,7 @@ function renderPhones(phones) {
 }
 
 async function refreshPhones() {
-  try { renderPhones((await call("GET", "/api/local/phones")).phones); } catch (err) { /* shown on next try */ }
+  try { renderPhones((await call("GET", "/api/local/phones")).phones); } catch { /* shown on next try */ }
 }
 
 // ---- an approval or a question starts waiting: title, notification, vibration ----
@@ -114,7 +118,7 @@ async function refreshPhones() {
 function waitingApprovals() {
   const waiting = [];
   for (const view of tasks.values()) {
-    if (view.status !== "running") continue;
+    if (!isLive(view.status)) continue;
     for (const a of view.approvals || []) if (a.status === "pending") waiting.push({ view, approval: a });
   }
   return waiting;
@@ -129,10 +133,10 @@ async function notify(view, approval) {
     const registration = await navigator.serviceWorker.ready;
     await registration.showNotification(title, options);
     document.body.dataset.notified = approval.approvalId;  // the last one shown (a test can wait on it)
-  } catch (err) { /* notifications are a courtesy: the title and the page still say it */ }
+  } catch { /* notifications are a courtesy: the title and the page still say it */ }
 }
 
-function noticeApprovals() {
+export function noticeApprovals() {
   const waiting = waitingApprovals();
   document.title = waiting.length ? `(${waiting.length}) approval${waiting.length === 1 ? "" : "s"} waiting` : BASE_TITLE;
   const fresh = waiting.filter((w) => !notifiedApprovals.has(w.approval.approvalId));
@@ -153,7 +157,7 @@ function setUpNotifications() {
   });
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+export function setUpPhones() {
   document.getElementById("add-phone").addEventListener("click", addPhone);
   setUpNotifications();
-});
+}

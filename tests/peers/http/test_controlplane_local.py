@@ -11,6 +11,7 @@ import httpx
 
 from boss_agent.controlplane import ControlPlane, serve
 from boss_agent.controlplane.security import secret_path
+from boss_agent.controlplane.web import STATIC
 
 from tests.support.controlplane import HTTP_TIMEOUT_S, error_code, pair
 from tests.support.waits import within
@@ -62,7 +63,8 @@ async def test_the_token_door_hands_the_page_a_session_in_the_fragment_and_sets_
     assert 'id="submit-form"' in page.text and "http" not in page.text.split("<body", 1)[1].lower()
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
-    for asset, kind in (("app.js", "javascript"), ("style.css", "css")):
+    modules = [p.name for p in STATIC.glob("*.js") if p.name != "sw.js"]  # a module script needs a JS type
+    for asset, kind in (*((m, "text/javascript") for m in modules), ("style.css", "css")):
         response = await http.get(f"/static/{asset}")
         assert response.status_code == 200 and kind in response.headers["content-type"]
     assert (await http.get("/static/..%2Fserver.py")).status_code == 404
