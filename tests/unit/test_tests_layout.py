@@ -57,8 +57,12 @@ def _parse(path: Path) -> ast.Module:
 
 
 def _test_module_imports(path: Path, tree: ast.Module) -> list[str]:
-    return [f"{line}: imports {module}" for line, module, _ in _imported(path, tree)
-            if module.split(".")[:2] in (["tests", layer] for layer in LAYERS)]
+    found = [f"{line}: imports {module}" for line, module, _ in _imported(path, tree)
+             if module.split(".")[:2] in (["tests", layer] for layer in LAYERS)]
+    # pytest_plugins outside the root conftest loads one module's fixtures for every later test.
+    return found + [f"{node.lineno}: sets pytest_plugins" for node in tree.body
+                    if isinstance(node, ast.Assign) and path != TESTS / "conftest.py"
+                    and any(getattr(target, "id", "") == "pytest_plugins" for target in node.targets)]
 
 
 def _impurities(path: Path, tree: ast.Module) -> list[str]:
@@ -97,6 +101,7 @@ from tests.peers.codex.test_x import helper
 from .test_y import z
 from tests.support.cli import invoke, run_cli
 from tests.support.waits import eventually
+pytest_plugins = ("tests.support.controlplane",)
 
 
 async def test_t(codex_bin, tmp_path):
@@ -107,7 +112,7 @@ async def test_t(codex_bin, tmp_path):
 def test_the_guards_flag_a_cross_import_a_subprocess_and_a_process_fixture() -> None:
     probe, tree = TESTS / "unit" / "probe.py", ast.parse(PROBE)  # parsed, never written
     assert _test_module_imports(probe, tree) == ["2: imports tests.peers.codex.test_x",
-                                                 "3: imports tests.unit.test_y"]
+                                                 "3: imports tests.unit.test_y", "6: sets pytest_plugins"]
     assert _impurities(probe, tree) == ["1: imports subprocess", "4: imports run_cli from tests.support.cli",
-                                        "8: test_t asks for the codex_bin fixture",
-                                        "9: calls create_subprocess_exec"]
+                                        "9: test_t asks for the codex_bin fixture",
+                                        "10: calls create_subprocess_exec"]

@@ -18,12 +18,9 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane, queue
 
-pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
-from tests.support.controlplane import Device, pair  # noqa: E402
-from tests.support.webdriver import PHONE, Browser, chromium  # noqa: E402
-from tests.support.waits import within  # noqa: E402
-
-pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, local, clock, db_path
+from tests.support.controlplane import Device, pair
+from tests.support.webdriver import PHONE, Browser, chromium
+from tests.support.waits import within
 pytestmark = pytest.mark.browser
 
 SHOTS = Path("/tmp") / "boss-agent-screens"  # where a person looks at what the page showed
