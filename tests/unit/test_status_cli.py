@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from boss_agent.cli.app import app
 from boss_agent.cli.support import G, guarded
 from boss_agent.errors import ConfigError, StateError
+from tests.support.config import NO_CODEX
 
 
 @pytest.fixture(autouse=True)
@@ -23,10 +24,10 @@ def _fresh_globals(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(G, "debug", False)
 
 
-def test_the_root_config_option_reaches_the_service_commands(tmp_path: Path, codex_bin: str) -> None:
+def test_the_root_config_option_reaches_the_service_commands(tmp_path: Path) -> None:
     config = tmp_path / "elsewhere.toml"
     state = tmp_path / "state-from-root-config"
-    config.write_text(f'state_dir = "{state}"\n[codex]\nbin = "{codex_bin}"\n')
+    config.write_text(f'state_dir = "{state}"\n[codex]\nbin = "{NO_CODEX}"\n')  # a plan never runs codex
     result = CliRunner().invoke(app, ["--config", str(config), "service", "install", "--dry-run"],
                                 env={"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "BOSS_AGENT_CONFIG": None,
                                      "BOSS_STATE_DIR": None})

@@ -34,7 +34,7 @@ from boss_agent.service.units import (
     systemd_quote,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VERIFY_TIMEOUT_S = 60
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 

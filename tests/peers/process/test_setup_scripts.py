@@ -18,7 +18,7 @@ import pytest
 
 from boss_agent.codexbin import PINNED_CODEX_VERSION
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SETUP = REPO / "scripts" / "setup-common.sh"
 BASH = shutil.which("bash") or "/bin/bash"
 SCRIPT_TIMEOUT_S = 30  # a few `python -c` version probes

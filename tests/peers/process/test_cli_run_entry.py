@@ -6,7 +6,8 @@ These run a real ``python -m boss_agent`` process and read which modules it impo
 (``PYTHONPROFILEIMPORTTIME``); a stdio daemon does not load ``websockets`` either
 (appserver/websocket.py is imported when dialing one). They also pin that the lean
 start keeps the CLI's contract: the root options, one line and exit 2 for a bad
-config, typer for everything else.
+config, typer for everything else (which command lines take the lean start:
+tests/unit/test_cli_lean_start.py).
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-from boss_agent.cli.entry import run_options
 from boss_agent.daemon.statefile import status_snapshot
 from tests.support.waits import eventually
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 START_S = 60.0  # an unpaired daemon is up in a second or two; a loaded 2-core box is slower
 EXIT_S = 30.0
 # typer vendors click (typer._click); a bare ``click`` line is httpx probing for its own CLI.
@@ -98,21 +97,3 @@ def test_run_help_still_goes_through_typer(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "boss_agent", "run", "--help"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=EXIT_S, check=False)
     assert done.returncode == 0 and "Run the daemon in the foreground" in done.stdout
-
-
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["run"], (None, False)),
-    (["--config", "/c.toml", "run"], ("/c.toml", False)),
-    (["--config=/c.toml", "--debug", "run"], ("/c.toml", True)),
-    (["--config", "run", "run"], ("run", False)),  # the option's value, then the command
-    (["run", "--help"], None),
-    (["--version"], None),
-    (["--config"], None),
-    (["status"], None),
-    (["--verbose", "run"], None),  # typer says what is wrong with an unknown option
-    ([], None),
-])
-def test_only_a_plain_run_takes_the_lean_start(argv: list[str], expected: tuple[str | None, bool] | None) -> None:
-    assert run_options(argv) == expected
-
-
