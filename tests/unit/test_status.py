@@ -50,12 +50,6 @@ def test_the_codex_version_comes_from_the_state_file_without_running_codex(home:
     assert "codexError" not in data
 
 
-def test_without_a_state_file_the_codex_version_is_asked_from_codex(home: Path, codex_bin: str) -> None:
-    assert collect_status(make_config(home, codex_bin))["codexVersion"] == "0.171.0"
-    missing = collect_status(make_config(home, NO_CODEX))
-    assert missing["codexVersion"] is None and "not found" in missing["codexError"]
-
-
 def test_a_running_daemon_shows_its_pid_tasks_heartbeat_and_spool(home: Path) -> None:
     config = make_config(home, NO_CODEX)
     identity = pair(config.state_dir)
