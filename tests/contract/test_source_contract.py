@@ -30,21 +30,18 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.lifecycles import TERMINAL
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import CT_TASK
 from boss_agent.sources.inflight import THREAD_BUSY
 from tests.conftest import RedisProcess
 from tests.support.appserver import Listener
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy, serving
+from tests.support.daemon import WAIT_S, FaultProxy, paired_daemon
 from tests.support.gateway import AGENT, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
 
 pytestmark = [pytest.mark.codex, pytest.mark.redis]
 
-FAST = BossApiRetry.fast()
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
 THREAD_WAIT_S = 0.5  # the thread_busy test's wait for a turn that never ends (its hang is held)
@@ -186,11 +183,8 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, codex_bin: str, 
                                  codex__app_server_url=listener.url,
                                  gateway__enabled=gateway, gateway__redis_url=redis_server.url,
                                  gateway__agent_types=[AGENT])
-            await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=FAST)
-            daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                            retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
             side = GatewaySide(redis_server.url) if gateway else BossSide(cp, proxy)
-            async with serving(daemon):
+            async with paired_daemon(config, proxy.url, cp.create_pairing_code(), codex_home) as (daemon, _):
                 yield World(side, daemon, scripted_model, workdir)
             if isinstance(side, GatewaySide):
                 await side.redis.aclose()

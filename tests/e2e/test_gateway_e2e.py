@@ -23,10 +23,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.config import Config
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.runner import Runner
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from tests.support import daemon as daemon_support
@@ -215,14 +212,8 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
         config = make_config(
             tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
-        daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},
-                        retry_policy=BossApiRetry.fast(), claim_wait_ms=300, handle_signals=False)
         redis = sdk_redis(redis_server.url)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
+        async with daemon_support.paired_daemon(config, proxy.url, cp.create_pairing_code(), env["home"]):
             module_model.enqueue(sm.turn(sm.message("answer via redis", ["answer ", "via redis"])))
             await ask(sdk_client(redis), "s-d", "from redis", "msg-d", extra_payload={"workdir": str(work)})
             events = await read_events(redis, "s-d", "msg-d", timeout=TURN_WAIT_S)
@@ -232,8 +223,6 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
                                  timeout=TURN_WAIT_S)
             record = await record_of(redis, "s-d", "msg-d")
             result = cp.task(task_id)["result"]
-            daemon.request_stop()
-            await asyncio.wait_for(job, daemon_support.WAIT_S)
         await redis.aclose()
     assert record["status"] == "COMPLETED"
     assert delta_text(next(e for e in events if e.event_type == "finalAnswer")) == "answer via redis"
@@ -266,14 +255,8 @@ async def test_a_password_streamed_in_words_never_leaves_in_part_on_boss_or_redi
         config = make_config(
             tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
             gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
-        daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},
-                        retry_policy=BossApiRetry.fast(), claim_wait_ms=300, handle_signals=False)
         redis = sdk_redis(redis_server.url)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
+        async with daemon_support.paired_daemon(config, proxy.url, cp.create_pairing_code(), env["home"]):
             module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
             task_id = cp.submit_task("show the config", workdir=str(work))
             await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
@@ -283,8 +266,6 @@ async def test_a_password_streamed_in_words_never_leaves_in_part_on_boss_or_redi
             events = await read_events(redis, "s-pw", "msg-pw", timeout=TURN_WAIT_S)
             stream = await _wire(redis, "s-pw")
             result = cp.task(task_id)["result"]
-            daemon.request_stop()
-            await asyncio.wait_for(job, daemon_support.WAIT_S)
         await redis.aclose()
     uploads = [json.dumps(seen.body) for seen in proxy.requests("/progress")]
     previews = [json.loads(u)["executionProgress"].get("answerPreview") for u in uploads]

@@ -14,7 +14,6 @@ tens of thousands of model round trips for it).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
 from collections.abc import Iterator
@@ -25,21 +24,17 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.server import MAX_BODY_BYTES
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.progress import bounds
 from boss_agent.progress.bounds import CARD_MAX_BYTES, MAX_STEPS, wire_size
 from boss_agent.progress.card import new_card
 from boss_agent.progress.reducer import reduce
-from boss_agent.sources.boss.pairing import pair_device
-from boss_agent.sources.boss.retry import BossApiRetry
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S
+from tests.support.daemon import paired_daemon
 from tests.support.codex_raw import RawCodex
 from tests.support.waits import eventually
 
 pytestmark = pytest.mark.codex
-FAST = BossApiRetry.fast()
 PLAN_STEPS = 40_000
 TITLE = "x" * 220  # with its number, a 40,000-step plan is over 10 MB of card
 TASK_TIMEOUT_S = 60  # the turn takes a few seconds here; under the test timeout, with room for a loaded box
@@ -59,17 +54,9 @@ async def test_a_40000_step_plan_reaches_a_server_that_refuses_8_mib_with_a_boun
     scripted_model.enqueue(sm.turn(sm.update_plan(plan)), sm.turn(sm.message("Planned it all.")))
     async with ControlPlane(tmp_path / "cp" / "boss.db") as cp:
         config = make_config(tmp_path, server_url=cp.url, workspace=tmp_path, codex__bin=codex_bin)
-        await pair_device(config.state_dir, cp.url, cp.create_pairing_code(), policy=FAST)
-        daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                        retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), 60)
+        async with paired_daemon(config, cp.url, cp.create_pairing_code(), codex_home):
             task_id = cp.submit_task("plan a lot", workdir=str(workdir))
             view = await eventually(lambda: _finished(cp, task_id), TASK_TIMEOUT_S)
-            daemon.request_stop()
-            await asyncio.wait_for(job, WAIT_S)
     assert view["result"]["status"] == "completed", view["result"]
     assert view["result"]["resultText"] == "Planned it all."
     card = view["executionProgress"]

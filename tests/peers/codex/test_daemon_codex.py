@@ -18,13 +18,12 @@ import pytest
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import record_name
 from tests.conftest import PINNED_CODEX_VERSION, REPO
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.daemon import FaultProxy, paired_daemon
 from tests.support.cli import isolated
 
 pytestmark = pytest.mark.codex
@@ -43,19 +42,11 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
-    await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
-    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                    retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), 60)
+    async with paired_daemon(config, proxy.url, plane.create_pairing_code(), codex_home):
         task_id = plane.submit_task("say hello", workdir=str(workdir))
         view = await finished(plane, proxy, task_id)
         await proxy.wait_for(lambda: _discovered(proxy))
-        daemon.request_stop()
-        await asyncio.wait_for(job, WAIT_S)
     result = view["result"]
     assert result["status"] == "completed", result
     assert result["resultText"] == "Hello world!"
@@ -139,19 +130,13 @@ async def test_a_codex_approval_is_decided_through_the_control_planes_local_endp
     workdir: Path, scripted_model: sm.ScriptedModel, decision: str,
 ) -> None:
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
-    await pair_device(config.state_dir, proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(
         sm.turn(sm.shell_call("echo approved-run", sandbox_permissions="require_escalated",
                               justification="the test asks before it runs a command")),
         sm.turn(sm.message("all done")))
-    daemon = Daemon(config, codex_home=codex_home, env={"CODEX_HOME": str(codex_home)},
-                    retry_policy=FAST, claim_wait_ms=300, handle_signals=False)
-    ready = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        job = tg.create_task(daemon.run(ready))
-        await asyncio.wait_for(ready.wait(), 60)
+    async with paired_daemon(config, proxy.url, plane.create_pairing_code(), codex_home):
         task_id = plane.submit_task("run a command", workdir=str(workdir),
-                                 approvalPolicy="on-request", sandbox="workspace-write")
+                                    approvalPolicy="on-request", sandbox="workspace-write")
         await proxy.wait_for(lambda: plane.task(task_id)["approvals"], timeout=60)
         approval = plane.task(task_id)["approvals"][0]
         async with httpx.AsyncClient(base_url=plane.url) as local:
@@ -160,8 +145,6 @@ async def test_a_codex_approval_is_decided_through_the_control_planes_local_endp
                                       headers={"Authorization": f"Bearer {plane.secret}"})
             assert answer.status_code == 200, answer.text
         view = await finished(plane, proxy, task_id)
-        daemon.request_stop()
-        await asyncio.wait_for(job, WAIT_S)
     assert view["result"]["status"] == "completed" and view["result"]["resultText"] == "all done"
     assert len(view["approvals"]) == 1 and approval["kind"] == "command"
     assert approval["summary"] == "Run echo (outside the sandbox)"  # the program, never its arguments

@@ -23,7 +23,7 @@ from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy
+from tests.support.daemon import FaultProxy, serving
 from tests.support.gateway import AGENT, record_of, sdk_redis
 from tests.support.waits import eventually
 
@@ -135,7 +135,6 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
         runner = CountingRunner()
         daemon = Daemon(config, runner=runner, retry_policy=BossApiRetry.fast(), claim_wait_ms=300,
                         handle_signals=False)
-        ready = asyncio.Event()
 
         async def both_sources_settled() -> bool:
             # Each source either runs its task, or took it and waits in line for the
@@ -152,9 +151,7 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
                 (not read and gateway_slots.free == 0)
             return boss and gateway
 
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), WAIT_S)
+        async with serving(daemon):
             await eventually(both_sources_settled)
             assert len(runner.active) == 1
             first = runner.active[0]
@@ -164,8 +161,6 @@ async def test_with_one_slot_the_device_never_runs_a_boss_task_and_a_gateway_tas
             runner.gate(runner.active[0]).set()
             await proxy.wait_for(lambda: cp.task(task_id)["status"] == "completed")
             await eventually(lambda: _completed(redis))
-            daemon.request_stop()
-            await asyncio.wait_for(job, WAIT_S)
         await redis.aclose()
     assert sorted(runner.runs) == sorted(["msg-1", task_id])
     assert runner.peak == 1

@@ -27,7 +27,7 @@ from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from tests.conftest import RedisProcess
 from tests.support.config import make_config
-from tests.support.daemon import WAIT_S, FaultProxy, StubRunner
+from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, serving
 from tests.support.appserver import Listener
 from tests.support.gateway import AGENT, ask, read_events, record_of, sdk_client, sdk_redis
 from tests.support.waits import eventually
@@ -54,10 +54,7 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
                         handle_signals=False)
         redis = sdk_redis(redis_server.url)
         control = keys.worker_stream(gateway_worker_id(identity.device_id))
-        ready = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            job = tg.create_task(daemon.run(ready))
-            await asyncio.wait_for(ready.wait(), WAIT_S)
+        async with serving(daemon) as job:
             await redis.delete(control)
             await redis.set(control, "not a stream")
             # Main (before supervision) ends here: the gateway's error ends the daemon.
@@ -71,8 +68,6 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
             await ask(sdk_client(redis), "s1", "after the repair", "msg-back",
                       extra_payload={"intentCategory": "conversation_reply"})
             events = await read_events(redis, "s1", "msg-back", timeout=60)
-            daemon.request_stop()
-            await asyncio.wait_for(job, WAIT_S)
         await redis.aclose()
     assert boss_result["resultText"] == "done: while the gateway is down"
     assert [e.event_type for e in events][-1] == "appStreamResponse"
@@ -99,10 +94,7 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
             redis = sdk_redis(redis_server.url)
             control = keys.worker_stream(gateway_worker_id(identity.device_id))
             scripted_model.enqueue(sm.hang(sm.message("working on it", ["working ", "on it"])))
-            ready = asyncio.Event()
-            async with asyncio.TaskGroup() as tg:
-                job = tg.create_task(daemon.run(ready))
-                await asyncio.wait_for(ready.wait(), 60)
+            async with serving(daemon) as job:
                 await ask(sdk_client(redis), "s1", "take your time", "msg-hang",
                           extra_payload={"intentCategory": "conversation_reply",
                                          "workdir": str(workdir)})
@@ -114,8 +106,6 @@ async def test_a_failing_gateway_interrupts_its_running_turn_before_it_restarts(
                 record = await eventually(lambda: _ended_record(redis, "msg-hang"), WAIT_S)
                 assert not job.done()
                 await redis.delete(control)
-                daemon.request_stop()
-                await asyncio.wait_for(job, WAIT_S)
             await redis.aclose()
     finally:
         listener.stop()
