@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 
 from boss_agent.errors import BossUnreachable, Unauthorized
 from boss_agent.sources.boss.heartbeat import (
@@ -17,6 +16,7 @@ from boss_agent.sources.boss.heartbeat import (
     watch_clock,
 )
 from boss_agent.daemon.sysinfo import system_facts
+from tests.support.waits import eventually
 
 
 def test_the_server_interval_is_obeyed_within_bounds() -> None:
@@ -34,30 +34,32 @@ def test_system_facts_have_the_contract_keys() -> None:
     assert facts["cpuCount"] >= 1 and facts["memTotalMb"] >= facts["memAvailableMb"] > 0
 
 
-async def test_a_wall_clock_jump_is_reported_once_and_slewing_is_not() -> None:
-    wall = {"offset": 0.0}
-    mono = {"t": 0.0}
-    jumps: list[float] = []
-    seen = asyncio.Event()
+NTP_STEP_S = 2.0  # what time sync moves the wall clock by at once, at most, on a machine that is awake
+NTP_STEPS = 6  # together more than the suspend threshold: only one step at a time may count
+HOUR_ASLEEP_S = 3600.0
+TICK_S = 0.001  # the watcher samples as fast as the test feeds it readings
 
-    def tick_wall() -> float:
-        mono["t"] += 0.001
-        return mono["t"] + wall["offset"]
+
+async def test_a_wall_clock_jump_is_reported_once_and_slewing_is_not() -> None:
+    """An hour's suspend is one jump; NTP-sized steps are none, however many add up.
+    The threshold is the daemon's own (``SUSPEND_JUMP_S``), not one the test picks."""
+    slewed = [NTP_STEP_S * step for step in range(NTP_STEPS + 1)]
+    walls = [*slewed, slewed[-1] + HOUR_ASLEEP_S]  # the first is read before the first tick
+    reads: list[float] = []
+    jumps: list[float] = []
+
+    def wall() -> float:
+        reads.append(walls[min(len(reads), len(walls) - 1)])
+        return reads[-1]
 
     async def on_jump(drift: float) -> None:
         jumps.append(drift)
-        seen.set()
 
     async with asyncio.TaskGroup() as tg:
-        watcher = tg.create_task(watch_clock(on_jump, wall=tick_wall, mono=lambda: mono["t"],
-                                             tick_s=0.001, jump_s=10))
-        wall["offset"] = 2.0  # NTP-sized: ignored
-        await asyncio.sleep(0.01)
-        wall["offset"] = 3602.0  # an hour asleep
-        await asyncio.wait_for(seen.wait(), 5)
-        await asyncio.sleep(0.01)
+        watcher = tg.create_task(watch_clock(on_jump, wall=wall, mono=lambda: 0.0, tick_s=TICK_S))
+        await eventually(lambda: len(reads) > len(walls) + 2)  # two ticks more after the jump
         watcher.cancel()
-    assert len(jumps) == 1 and jumps[0] == pytest.approx(3600, abs=1)
+    assert jumps == [HOUR_ASLEEP_S]
 
 
 async def test_the_loop_applies_cancels_and_interval_and_stops_on_401() -> None:
