@@ -1,10 +1,11 @@
 """The device API client against a real scripted HTTP server on loopback: error
-mapping, the retry classifier, Retry-After, no retry on 4xx, coalesced and lazily
+mapping, the retry classifier, Retry-After (up to the cap), no retry on 4xx, coalesced and lazily
 serialized progress."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -81,7 +82,9 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
 
 
-async def test_5xx_and_429_are_retried_with_the_server_asked_delay(server: tuple[Script, str]) -> None:
+async def test_5xx_and_429_are_retried_with_the_server_asked_delay_up_to_the_cap(
+        server: tuple[Script, str], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="boss_agent.sources.boss.retry")
     script, url = server
     path = "/api/v1/devices/heartbeat"
     script.add(path, 503, error("busy"))
@@ -93,7 +96,11 @@ async def test_5xx_and_429_are_retried_with_the_server_asked_delay(server: tuple
     assert answer["heartbeatIntervalMs"] == 1000
     times = [t for p, _, _, t in script.seen]
     assert len(times) == 3
-    assert times[2] - times[1] >= 0.3  # Retry-After: 1, capped at 0.3 by the policy
+    assert times[2] - times[1] >= 0.3  # the wait really happened
+    # The waits the retry chose (each log line's last argument): the 503 the policy's own
+    # 0.01 s; the 429 its Retry-After: 1, capped at 0.3 by the policy (not the 1 s asked).
+    waits = [r.args[-1] for r in caplog.records if r.name == "boss_agent.sources.boss.retry"]
+    assert waits == pytest.approx([0.01, 0.3])
     _, body, headers, _ = script.seen[0]
     assert body["deviceId"] == "dev_1"
     assert headers["Authorization"] == f"Bearer {TOKEN}" and headers["User-Agent"] == USER_AGENT
