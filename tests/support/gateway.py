@@ -121,7 +121,8 @@ def raw_ask(message_id: str, content: str, session: str = "s1") -> dict[str, str
     """The wire payload of an ask, as a client would XADD it to ``STREAM``."""
     header = MessageHeader(message_id=message_id, session_id=session, trace_id="t",
                            target_agent_type=AGENT)
-    return AskAgentCommand(header=header, content=content).to_redis_payload()
+    payload: dict[str, str] = AskAgentCommand(header=header, content=content).to_redis_payload()
+    return payload
 
 
 def sdk_redis(url: str) -> aioredis.Redis:
