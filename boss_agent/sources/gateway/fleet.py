@@ -72,6 +72,7 @@ class Fleet:
         self._own_stream = keys.worker_stream(self.worker_id)
         self._agent_streams = tuple(agent_streams)
         self.pending: int | None = None  # entries this worker read and has not acked yet
+        self._recount = True  # an entry reached this worker since the last count
 
     def status(self) -> dict[str, Any]:
         return {"group": self.shared.group, "lease_ttl_s": self.lease_ttl_s, "pending": self.pending,
@@ -110,7 +111,14 @@ class Fleet:
         await _execute(pipe)
         await self._count_pending()
 
+    def entry_taken(self) -> None:
+        """An entry was read or claimed: this worker's pending count may have grown."""
+        self._recount = True
+
     async def _count_pending(self) -> None:
+        if not self._recount and self.pending == 0:
+            return  # none pending and none taken since: still none (an idle beat asks nothing)
+        self._recount = False
         counts = [await group_pending(self.redis, stream, self.shared.group, self.worker_id)
                   for stream in self._agent_streams]
         # A missing group (Redis restarted) is recreated by the reader; count nothing till then.
