@@ -128,15 +128,27 @@ class DirectDriver:
 
 async def measure(drivers: dict[str, Any], op: str, count: int,
                   warmup: int = WARMUP) -> dict[str, list[float]]:
-    """Alternate the drivers sample by sample, so drift and order affect both alike."""
+    """Alternate the drivers sample by sample, so drift and order affect both alike.
+
+    Every other sample runs them in reverse order: whatever the previous call leaves
+    behind (a codex flush, a GC) falls on each driver as often as on the others. The
+    i-th samples of all drivers form one set, taken back to back (``pair_ratio``).
+    """
     samples: dict[str, list[float]] = {name: [] for name in drivers}
+    order = list(drivers.items())
     for i in range(warmup + count):
-        for name, driver in drivers.items():
+        for name, driver in order if i % 2 == 0 else reversed(order):
             start = time.perf_counter()
             await getattr(driver, op)()
             if i >= warmup:
                 samples[name].append(time.perf_counter() - start)
     return samples
+
+
+def pair_ratio(ours: list[float], peer: list[float]) -> float:
+    """The median of the per-pair ratios: each pair ran back to back, so a slow moment of
+    a shared machine moves both halves of a pair, not the verdict (row 1d)."""
+    return statistics.median(o / p for o, p in zip(ours, peer, strict=True))
 
 
 async def compare(codex: str, home: Path, cwd: Path, state: Path, requests: int = REQUESTS,
