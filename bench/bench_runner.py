@@ -218,15 +218,21 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP)
         async with env.app_server() as app, direct_client(env) as client:
             direct = DirectTaskDriver(env, client)
             await direct.setup()
-            drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app)),
-                       "same": SameServerDriver(env, app), "facts": FactsDriver(env)}
-            times = await measure(drivers, "task", samples, warmup)
-    runner_ms, direct_ms, same_ms = _ms(times["runner"]), _ms(times["direct"]), _ms(times["same"])
+            runner = RunnerDriver(env, env.runner(app))
+            # 1b: the runner against the direct client on its own codex child.
+            times = await measure({"direct": direct, "runner": runner, "facts": FactsDriver(env)},
+                                  "task", samples, warmup)
+            # 1d in a run of its own: the pair back to back on one codex child, so the
+            # direct client's child never runs just before one of them more than the other.
+            layer = await measure({"runner": runner, "same": SameServerDriver(env, app)}, "task",
+                                  samples, warmup, pair=("runner", "same"))
+    runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
+    layer_ms, same_ms = _ms(layer["runner"]), _ms(layer["same"])
     return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
-            "same_server_ms": same_ms,
+            "layer_runner_ms": layer_ms, "same_server_ms": same_ms,
             # 1d: the median of the per-pair ratios (each pair back to back, order alternating).
-            "same_server_ratio": round(pair_ratio(times["runner"], times["same"]), 3),
-            "same_server_ratio_of_medians": round(runner_ms / same_ms, 3),
+            "same_server_ratio": round(pair_ratio(layer["runner"], layer["same"]), 3),
+            "same_server_ratio_of_medians": round(layer_ms / same_ms, 3),
             "after_turn_facts_ms": _ms(times["facts"]), "samples": samples}
 
 
@@ -411,7 +417,8 @@ async def reuse(samples: int = DEFAULT_SAMPLES, pairs_per_sample: int = PAIRS_PE
                 spawn_start.append(to_turn)
                 spawn_whole.append(spawned)
                 execs.append(await exec_task(env))
-                for name, times in (await measure(warm, "task", pairs_per_sample, warmup=0)).items():
+                for name, times in (await measure(warm, "task", pairs_per_sample, warmup=0,
+                                                  pair=("warm", "bare"))).items():
                     whole[name] += times
     result = {"warm_start_ms": _ms(warm_start), "spawn_start_ms": _ms(spawn_start),
               "warm_task_ms": _ms(whole["warm"]), "spawn_task_ms": _ms(spawn_whole),

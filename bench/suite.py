@@ -158,7 +158,7 @@ def _runner_cells(r: dict[str, Any]) -> list[Cells]:
              f"≤ {RUNNER_GOAL:.2f}", at_most(r["ratio"], RUNNER_GOAL)),
             # The runner layer alone: no second codex child whose own speed differs; the
             # median of back-to-back pairs, so one slow moment does not flip the verdict.
-            (f"{r['runner_ms']:.1f} ms", f"{r['same_server_ms']:.1f} ms (same limits)",
+            (f"{r['layer_runner_ms']:.1f} ms", f"{r['same_server_ms']:.1f} ms (same limits)",
              f"{r['same_server_ratio']:.3f} (median of {r['samples']} pairs)",
              f"≤ {RUNNER_LAYER_GOAL:.2f}", at_most(r["same_server_ratio"], RUNNER_LAYER_GOAL))]
 
