@@ -92,6 +92,7 @@ def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
         "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
         "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
         "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_resume_dropped": counts.get("resume_dropped", 0),
         "gateway_projects": status.get("projects") or [],
     }
 
@@ -100,8 +101,11 @@ class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
                  retry_policy: BossApiRetry | None = None, claim_wait_ms: int | None = None,
-                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True) -> None:
+                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True,
+                 instance_lock: InstanceLock | None = None) -> None:
         self.config = config
+        # `up` takes the state dir's lock before it pairs; the daemon then runs under it.
+        self.instance_lock = instance_lock
         self.codex_home = codex_home
         self.env = env
         self.runner = runner  # injected in tests; otherwise built on the app-server in run()
@@ -197,6 +201,7 @@ class Daemon:
                 "running_task_ids": source.runs.running_ids(),
                 "spooled_reports": len(source.spool),
                 "spool_degraded": source.spool_degraded,
+                "spool_refused": source.flusher.status(),
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
@@ -240,7 +245,7 @@ class Daemon:
         gateway_only = self.config.gateway.enabled and not self.config.server_url
         if self.config.gateway.enabled:  # refused at load unless allowed: then it warns here
             check_redis_url(self.config.gateway.redis_url, self.config.gateway.allow_insecure_redis)
-        with InstanceLock(state_dir), self.shutdown:
+        with self.instance_lock or InstanceLock(state_dir), self.shutdown:
             try:
                 await self._run_locked(state_dir, gateway_only, ready)
             finally:
@@ -296,7 +301,8 @@ class Daemon:
         assert self.runner is not None
         worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
-                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs)
+                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs,
+                       state_dir=self.config.state_dir)
 
     def _supervisors(self, identity: Identity | None,
                      device_id: str) -> list[SourceSupervisor[Any]]:
@@ -328,7 +334,8 @@ class Daemon:
 
     async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
-        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks))
+        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks),
+                                thread_wait_s=self.config.codex.approval_timeout_s)
         self.slots = self.runs.slots
         device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
         self.device_id = device_id
@@ -383,6 +390,8 @@ class Daemon:
             self.runner.config = result.config  # read per task: running tasks keep theirs
         if self.source is not None:
             self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        if self.runs is not None:  # how long a task waits for its thread's running turn
+            self.runs.thread_wait_s = result.config.codex.approval_timeout_s
         if self.gateway is not None and "projects" in result.applied:
             self.gateway.apply_projects(result.config.projects)  # ids only: what peers route by
         logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())

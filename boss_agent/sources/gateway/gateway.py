@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -63,7 +64,7 @@ from boss_agent.sources.gateway.execution import (
     Shared,
     classify_start,
 )
-from boss_agent.sources.gateway.fleet import Fleet
+from boss_agent.sources.gateway.fleet import Fleet, held_threads_file
 from boss_agent.sources.gateway.reclaim import Reclaimer
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
@@ -93,7 +94,7 @@ class Gateway:
     def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
                  redis_url: str | None = None, max_concurrent: int,
                  timing: GatewayTiming | None = None, retry: RedisRetry | None = None,
-                 runs: RunRegistry | None = None) -> None:
+                 runs: RunRegistry | None = None, state_dir: Path | None = None) -> None:
         if not keys.valid_id(worker_id):
             raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
         agent_types = tuple(config.gateway.agent_types)
@@ -112,13 +113,16 @@ class Gateway:
         # a long block costs an idle worker few reads, and never a lease refresh's bound.
         self._reads = redis_client(config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
                                    socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
-        self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
+        self.runs = runs if runs is not None else RunRegistry(
+            Slots(max_concurrent), thread_wait_s=config.codex.approval_timeout_s)
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
         self.reclaimer = Reclaimer(self.shared, self.timing.reclaim_idle_ms, self._dispatch)
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
+        # With a state dir the threads this worker ran outlive a restart (fleet.py).
+        store = held_threads_file(state_dir, worker_id) if state_dir is not None else None
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
-                                               config.projects, self._agent_streams)
+                                               config.projects, self._agent_streams, store)
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
         self._task_reader: asyncio.Task[None] | None = None
