@@ -330,7 +330,9 @@ async def _one_gateway_approval(redis: aioredis.Redis, client: Any, message_id: 
                     data = event.get("data") or {}
                     if not answered and data.get("contentType") == FORM_CONTENT_TYPE:
                         answered = True
-                        resume = {"status": "COMPLETED", "reply_data": {"decision": "accept"}}
+                        form = json.loads(data["choices"][0]["delta"]["content"])
+                        resume = {"status": "COMPLETED",
+                                  "reply_data": {"formId": form["formId"], "decision": "accept"}}
                         await client.send_message(AGENT, session, "", action_type="RESUME",
                                                   message_id=message_id, extra_payload=resume)
                         sizes["event"].append(len(fields["data"]))

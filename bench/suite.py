@@ -24,6 +24,7 @@ from bench import (
     bench_fleet,
     bench_gateway,
     bench_long_turn,
+    bench_phone,
     bench_progress,
     bench_runner,
     bench_waits,
@@ -47,6 +48,7 @@ APPROVAL_ADDED_GOAL_MS = 10.0  # issue 31: an approval round trip at most 10 ms 
 FIRST_WORDS_ADDED_GOAL_MS = 15.0  # issue 31: the first words at most 15 ms after the bare client's
 IDLE_COMMANDS_GOAL = 0.5  # issue 31: Redis commands per second per idle gateway worker
 TASK_COMMANDS_GOAL = 15.0  # issue 31: Redis commands per task through one worker
+PHONE_ADDED_GOAL_MS = 2.0  # issue 31: an API call over the https phone listener vs loopback http
 P99_OVER_P50_GOAL = 3.0  # issue 31: at 32 tasks no claim waits for its turn/start 3x the typical one
 FLAT_GOAL = 1.10  # issue 20: card size and RSS after 100k deltas vs after the first 1k
 DELTA_TIME_GOAL = 1.25  # issue 20: time per delta "constant": last windows vs first, noise allowed
@@ -84,6 +86,7 @@ class Sizes:
     idle_workers: int = bench_fleet.IDLE_WORKERS
     idle_fleet_window_s: float = bench_fleet.IDLE_WINDOW_S
     cost_tasks: int = bench_fleet.COST_TASKS
+    phone_samples: int = bench_phone.SAMPLES
 
 
 FULL = Sizes()
@@ -92,7 +95,7 @@ QUICK = Sizes(appserver_requests=10, appserver_turns=2, runner_samples=2, warmup
               storm_s=1.0, idle_window_s=2.0, daemon_tasks=1, gateway_events=100,
               gateway_tasks=20, xadd_requests=2000, reuse_samples=1, long_turn_deltas=12_000,
               controlplane_tasks=200, controlplane_samples=5, fleet_tasks=20, fleet_samples=5,
-              wait_samples=1, idle_workers=3, idle_fleet_window_s=6.0, cost_tasks=3)
+              wait_samples=1, idle_workers=3, idle_fleet_window_s=6.0, cost_tasks=3, phone_samples=10)
 
 
 @dataclass
@@ -280,6 +283,13 @@ def _idle_fleet_cells(r: dict[str, Any]) -> list[Cells]:
              all_ok(at_most(rate, IDLE_COMMANDS_GOAL), at_most(per_task, TASK_COMMANDS_GOAL)))]
 
 
+def _phone_cells(r: dict[str, Any]) -> list[Cells]:
+    added = r["added_ms"]
+    return [(f"{r['https_ms']:.2f} ms (https, this machine's own address)",
+             f"{r['http_ms']:.2f} ms (loopback http)", f"{added:+.2f} ms ({r['samples']} calls each)",
+             f"≤ +{PHONE_ADDED_GOAL_MS:.0f} ms", at_most(added, PHONE_ADDED_GOAL_MS))]
+
+
 def _long_turn_cells(r: dict[str, Any]) -> list[Cells]:
     verdict = all_ok(at_most(r["card_growth"], FLAT_GOAL), at_most(r["rss_growth"], FLAT_GOAL),
                      at_most(r["time_growth"], DELTA_TIME_GOAL),
@@ -354,6 +364,9 @@ GROUPS: tuple[Group, ...] = (
     Group("idle_fleet", (("14", "idle fleet cost: Redis commands per idle gateway worker per second, "
                                 "and per task"),),
           lambda s: bench_fleet.idle_cost(s.idle_workers, s.idle_fleet_window_s, s.cost_tasks), _idle_fleet_cells),
+    Group("phone", (("15", "a phone's GET /api/local/state over the https local.listen listener vs "
+                           "over loopback http"),),
+          _async(lambda s: bench_phone.run(s.phone_samples)), _phone_cells),
 )
 
 

@@ -63,3 +63,5 @@ def test_the_invariants_that_do_not_depend_on_speed_hold(quick: dict[str, Any]) 
     assert idle["commands_per_task"] > 0  # a task's record writes, events and ack were counted
     concurrency = raw["concurrency"]
     assert 0 < concurrency["claim_to_turn_p50_ms"] <= concurrency["claim_to_turn_p99_ms"]
+    phone = raw["phone"]
+    assert phone["https_ms"] > 0 and phone["http_ms"] > 0 and phone["answer_bytes"] > 0
