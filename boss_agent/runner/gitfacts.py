@@ -36,6 +36,7 @@ MAX_WALK_ENTRIES = 5000  # an artifact scan of a home directory must stay cheap
 MAX_ARTIFACTS = 50
 MAX_UNTRACKED_FILES = 200  # new files whose lines count; a fresh node_modules must stay cheap
 MAX_UNTRACKED_BYTES = 1 << 20  # per file: a bigger new file counts as changed, its lines not read
+MAX_UNTRACKED_TOTAL_BYTES = 8 << 20  # all of them: reading stays well under a second on a busy box
 BINARY_SNIFF_BYTES = 8000  # git's own rule: a NUL in the first 8000 bytes makes a file binary
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".codex"}
 
@@ -95,25 +96,32 @@ def _status_paths(status: str) -> list[str]:
     return paths
 
 
-def _lines_of_new_file(workdir: Path, relative: str) -> int:
-    """Lines of an untracked file as git's numstat counts them; 0 for what it cannot read.
+def _read_new_file(workdir: Path, relative: str, budget: int) -> bytes | None:
+    """An untracked file's bytes, or None for what is not read.
 
     The turn could have planted anything here, so only a regular file right in the
     workdir is read (no symlink, FIFO or device; nothing outside through a swapped
-    directory), at most ``MAX_UNTRACKED_BYTES``, never blocking.
+    directory), at most ``MAX_UNTRACKED_BYTES`` and ``budget``, never blocking.
     """
     path = workdir / relative
     if not Path(os.path.realpath(path.parent)).is_relative_to(os.path.realpath(workdir)):
-        return 0
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return 0
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_UNTRACKED_BYTES:
-            return 0
-        data = file.read(MAX_UNTRACKED_BYTES)
+        return None
+    try:
+        with os.fdopen(fd, "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > min(MAX_UNTRACKED_BYTES, budget):
+                return None
+            return file.read(info.st_size + 1)
+    except OSError:
+        return None
+
+
+def _numstat_lines(data: bytes) -> int:
+    """Lines as git's numstat counts a new file: a last line without a newline counts."""
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return 0  # numstat shows "-" for a binary file
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
@@ -122,7 +130,13 @@ def _lines_of_new_file(workdir: Path, relative: str) -> int:
 def _untracked_lines(workdir: Path, status: str) -> int:
     """Lines in the new files ``git diff`` leaves out (it sees only tracked ones). Blocking."""
     new = [entry[3:] for entry in _status_paths(status) if entry.startswith("??")]
-    return sum(_lines_of_new_file(workdir, relative) for relative in new[:MAX_UNTRACKED_FILES])
+    lines, budget = 0, MAX_UNTRACKED_TOTAL_BYTES
+    for relative in new[:MAX_UNTRACKED_FILES]:
+        data = _read_new_file(workdir, relative, budget)
+        if data is not None:
+            lines += _numstat_lines(data)
+            budget -= len(data)
+    return lines
 
 
 async def github_cli() -> str:
