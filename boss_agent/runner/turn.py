@@ -224,6 +224,10 @@ class AppServerTurn:
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
+        except AppServerError as exc:  # no answer, and codex could not show that nothing ran
+            logger.warning("turn/start unanswered (%s); the task fails rather than run twice",
+                           exc.__class__.__name__)
+            return TurnOutcome("failed", "app_server_lost", "the Codex app-server went away during the turn")
         ctx.turn_id = started["turn"]["id"]
         ctx.ran = True
         if ctx.thread_id is not None:
