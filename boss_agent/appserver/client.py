@@ -29,6 +29,7 @@ from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
 from boss_agent.appserver.rpc import RequestId
 from boss_agent.backoff import RestartBackoff, failure
+from boss_agent.codexversion import require_supported
 from boss_agent.config import CodexSettings, Config
 from boss_agent.errors import AppServerError, AppServerUnavailable
 from boss_agent.lifecycles import SUPERVISOR, SupervisorState
@@ -181,6 +182,7 @@ class AppServer:
     def _up(self, conn: Connection, client: AppServerClient, init: dict[str, Any]) -> None:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
         self._version = match.group(1) if match else None
+        require_supported(self._version)  # an app-server at a URL was not checked at start
         self._client, self._error = client, None
         self._set_state(SupervisorState.UP)
         logger.info("codex app-server %s up over %s%s", self._version or "(unknown version)",

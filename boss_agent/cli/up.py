@@ -25,7 +25,7 @@ from boss_agent.aio import race
 from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
-from boss_agent.daemon.runtime import Daemon
+from boss_agent.daemon.runtime import Daemon, check_codex_release
 from boss_agent.demo.model import demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
@@ -61,6 +61,8 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
 
     ``rotate_secret`` replaces the page secret first: old sessions and URLs stop working.
     """
+    # Before the page is up: a codex below the range is one line and exit 2, not a page.
+    await asyncio.to_thread(check_codex_release, config)
     state_dir = ensure_state_dir(config.state_dir)
     db_path = controlplane_dir(state_dir) / "controlplane.db"
     db_path.parent.mkdir(mode=0o700, exist_ok=True)
