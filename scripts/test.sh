@@ -11,7 +11,8 @@ ensure_debian_packages git:git redis-server:redis-server Xvfb:xvfb openbox:openb
   xdotool:xdotool xwininfo:x11-utils chromium:chromium chromedriver:chromium-driver \
   node:nodejs npm:npm
 ensure_venv test,cua
-BOSS_TEST_CODEX_BIN="$(ensure_codex)"
+# BOSS_TEST_CODEX_BIN, when set, names the codex to qualify (scripts/test-oldest-codex.sh).
+BOSS_TEST_CODEX_BIN="${BOSS_TEST_CODEX_BIN:-$(ensure_codex)}"
 export BOSS_TEST_CODEX_BIN
 
 if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from boss_agent.codexversion import NEWEST_TESTED, dotted
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 
 # by-framework (the gateway tests' peer) writes ./by-framework.log at import unless its
@@ -25,7 +26,8 @@ from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 logging.getLogger("by-framework").addHandler(logging.NullHandler())
 
 REPO = Path(__file__).resolve().parents[1]
-PINNED_CODEX_VERSION = "0.171.0"
+# The release the committed full protocol snapshot and scripts/setup-common.sh pin.
+PINNED_CODEX_VERSION = dotted(NEWEST_TESTED)
 REDIS_START_TIMEOUT_S = 10
 
 
@@ -42,8 +44,18 @@ def _find_codex() -> str:
 
 @pytest.fixture(scope="session")
 def codex_bin() -> str:
-    """Path of the pinned real codex CLI (the npm wrapper)."""
+    """Path of the real codex CLI under test (the npm wrapper): the pinned one unless
+    ``BOSS_TEST_CODEX_BIN`` names another."""
     return _find_codex()
+
+
+@pytest.fixture(scope="session")
+def codex_release(codex_bin: str) -> str:
+    """The version of the codex under test, read from the binary (``BOSS_TEST_CODEX_BIN``
+    may name any supported release, not only the pinned one)."""
+    from boss_agent.codexbin import codex_version
+
+    return codex_version(codex_bin)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ class Clock:
 
 @pytest.mark.codex
 async def test_discovery_is_cached_on_disk_and_refreshed_after_its_ttl(
-    codex_bin: str, codex_home: Path, tmp_path: Path,
+    codex_bin: str, codex_release: str, codex_home: Path, tmp_path: Path,
 ) -> None:
     clock = Clock()
     state = tmp_path / "state"
@@ -40,7 +40,7 @@ async def test_discovery_is_cached_on_disk_and_refreshed_after_its_ttl(
         assert meta["providerCapabilities"] == {"imageGeneration": True, "webSearch": True}
         assert {"name": "imagegen"} in meta["skills"]
         assert meta["plugins"] == [] and meta["apps"] == []
-        assert first["codexVersion"] == "0.171.0" and "error" not in meta
+        assert first["codexVersion"] == codex_release and "error" not in meta
         assert (state / "discovery.json").stat().st_mode & 0o777 == 0o600
 
         clock.now += TTL_MS / 1000 / 2

@@ -23,7 +23,7 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import record_name
-from tests.conftest import PINNED_CODEX_VERSION, REPO
+from tests.conftest import REPO
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy
 from tests.support.cli import isolated
@@ -46,8 +46,8 @@ async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[st
 
 
 async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
-    workdir: Path, scripted_model: sm.ScriptedModel,
+    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_release: str,
+    codex_home: Path, workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     cp, proxy = plane
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
@@ -72,7 +72,7 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     assert proxy.requests(f"/{task_id}/progress")
     app_server = cp.devices()[0]["capabilities"]["codexAppServer"]
     assert app_server["available"] is True
-    assert app_server["version"] == PINNED_CODEX_VERSION and app_server["transport"] == "stdio"
+    assert app_server["version"] == codex_release and app_server["transport"] == "stdio"
     metadata = app_server["metadata"]
     assert metadata["models"] and metadata["defaultModel"] and metadata["discoveredAt"]
     assert "error" not in metadata
@@ -104,8 +104,8 @@ def _kill_hard(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_restart(
-    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_home: Path,
-    workdir: Path, scripted_model: sm.ScriptedModel,
+    tmp_path: Path, plane: tuple[ControlPlane, FaultProxy], codex_bin: str, codex_release: str,
+    codex_home: Path, workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     cp, proxy = plane
     identity = await pair_device(tmp_path / "state", proxy.url, cp.create_pairing_code(), policy=FAST)

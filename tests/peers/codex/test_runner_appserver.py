@@ -309,9 +309,9 @@ async def test_a_workdir_outside_the_workspaces_fails_and_nothing_runs(
     assert result.execution_progress["status"] == "failed"
 
 
-async def test_capabilities_report_codex_exec_and_the_cua_driver(runner: Runner) -> None:
+async def test_capabilities_report_codex_exec_and_the_cua_driver(runner: Runner, codex_release: str) -> None:
     caps = runner.capabilities
-    assert caps["codexExec"]["available"] is True and caps["codexExec"]["version"] == "0.171.0"
+    assert caps["codexExec"]["available"] is True and caps["codexExec"]["version"] == codex_release
     assert set(caps["computerUse"]) == {"codex", "cuaDriver"}
     assert caps["computerUse"]["cuaDriver"]["available"] is True
 
