@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -293,6 +294,8 @@ class AppServerTurn:
             return
         if request.method == "item/tool/call":  # no dynamic tools are registered by boss-agent
             await request.respond({"contentItems": [], "success": False})
+        elif request.method == "currentTime/read":  # codex 0.150 … 0.169 ask the client's clock
+            await request.respond({"currentTimeAt": int(time.time())})
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
