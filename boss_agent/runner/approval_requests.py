@@ -23,6 +23,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from boss_agent.runner.tool_identity import tool_identity
 from boss_agent.jsonshape import mapping
 from boss_agent.progress.approval_card import describe_approval
 from boss_agent.redact import sanitize_text
@@ -167,9 +168,10 @@ def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, st
     meta = mapping(params.get("_meta"))
     if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
         server = sanitize_text(params.get("serverName") or "?", limit=60)
-        tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
-        hints = mapping(meta.get("tool_annotations"))
-        risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
+        found = tool_identity(params)
+        tool = sanitize_text(found.name or "?", limit=80)
+        # A codex that does not say whether the tool is destructive (before 0.169): high.
+        risk = ("high" if found.destructive is not False else "low" if found.read_only else "medium")
         return "permissions", f"Use the {server} tool {tool}", risk
     return kind, summary, risk
 
