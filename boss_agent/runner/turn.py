@@ -50,6 +50,10 @@ UNSUPPORTED_REQUEST = -32601
 THREAD_NOT_FOUND = "thread_not_found"
 THREAD_LIMITS_UNENFORCEABLE = "thread_limits_unenforceable"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
+# codex 0.169+ applies a steer within ~10 ms; before, it waits for the model's response
+# in flight (seconds). Past this the steer's card says it is queued.
+STEER_APPLY_GRACE_S = 2.0
+STEER_QUEUED = "the steer is queued: this codex applies it when the model's response in progress ends"
 
 
 @dataclass
@@ -80,6 +84,7 @@ class AppServerTurn:
         self._calls: set[str] = set()  # this turn's commandExecution item ids
         self._last_answer: str | None = None
         self._interrupting = False
+        self._user_message = asyncio.Event()  # a userMessage item reached the card (a steer applied)
 
     @property
     def _thread(self) -> str:
@@ -156,7 +161,7 @@ class AppServerTurn:
             ctx.turn_id = expected
             ctx.ran = True
             # The steer's output arrives on the original turn; its task answers the approvals.
-            return await self._follow(listener, answer_approvals=False)
+            return await self._follow(listener, answer_approvals=False, steering=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -235,7 +240,8 @@ class AppServerTurn:
             await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
-    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
+    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool,
+                      steering: bool = False) -> TurnOutcome:
         ctx = self.ctx
         approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
@@ -246,11 +252,14 @@ class AppServerTurn:
             # The deadline stays open until a cancel; then it bounds the wait for turn/completed.
             async with asyncio.timeout(None) as deadline, asyncio.TaskGroup() as tg:
                 watcher = tg.create_task(self._watch_cancel(deadline))
+                queued = tg.create_task(self._note_queued_steer()) if steering else None
                 try:
                     turn = await self._loop(listener, tg, approvals, answer_approvals)
                 except AppServerError as exc:
                     failure = exc
                 finally:
+                    if queued is not None:
+                        queued.cancel()
                     approvals.cancel_all("cancelled" if ctx.cancel.is_set() else "turn_ended")
                     if not self._interrupting:
                         watcher.cancel()
@@ -308,6 +317,17 @@ class AppServerTurn:
                 self._calls.add(item["id"])
         elif answer and item["type"] == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
+        elif answer and item["type"] == "userMessage":
+            self._user_message.set()
+
+    async def _note_queued_steer(self) -> None:
+        """Say on the steer's card when codex holds the steer back (before 0.169)."""
+        try:
+            async with asyncio.timeout(STEER_APPLY_GRACE_S):
+                await self._user_message.wait()
+        except TimeoutError:
+            logger.info("the steer is queued behind the model's response in progress")
+            await self.ctx.feed.event("warning", kind="steerQueued", message=STEER_QUEUED)
 
     async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:
         ctx = self.ctx
