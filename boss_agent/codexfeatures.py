@@ -19,6 +19,9 @@ Each feature has a fallback or an honest refusal where it is used:
   annotations; without them the name and risk come from the message (runner/tool_identity.py).
 - ``immediate_steer``: a steer reaches the model at once; before, it waits for the
   response in flight and the steer is shown as queued.
+- ``interrupt_closes_stream``: ``turn/interrupt`` closes the model request; before, the
+  task still ends cancelled and its commands are ended, but the provider's response runs
+  on (nothing on the client's side can close it).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ CACHE_FILE = "codex-features.json"
 TOOL_CALL_ENV_SINCE: Version = (0, 169, 0)
 TOOL_APPROVAL_META_SINCE: Version = (0, 169, 0)
 IMMEDIATE_STEER_SINCE: Version = (0, 169, 0)
+INTERRUPT_CLOSES_STREAM_SINCE: Version = (0, 160, 0)  # measured open on 0.150, closed on 0.160
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class CodexFeatures:
     tool_call_env: bool = True
     tool_approval_meta: bool = True
     immediate_steer: bool = True
+    interrupt_closes_stream: bool = True
 
     def names(self, present: bool = True) -> list[str]:
         return [f.name for f in fields(self) if f.name != "version" and getattr(self, f.name) is present]
@@ -89,6 +94,7 @@ def from_schema(version: str, schema_dir: Path) -> CodexFeatures:
         tool_call_env=at_least(version, TOOL_CALL_ENV_SINCE),
         tool_approval_meta=at_least(version, TOOL_APPROVAL_META_SINCE),
         immediate_steer=at_least(version, IMMEDIATE_STEER_SINCE),
+        interrupt_closes_stream=at_least(version, INTERRUPT_CLOSES_STREAM_SINCE),
     )
 
 

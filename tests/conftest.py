@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from boss_agent.codexfeatures import CodexFeatures, detect
 from boss_agent.codexversion import NEWEST_TESTED, dotted
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 
@@ -56,6 +57,29 @@ def codex_release(codex_bin: str) -> str:
     from boss_agent.codexbin import codex_version
 
     return codex_version(codex_bin)
+
+
+@pytest.fixture(scope="session")
+def codex_features(codex_bin: str, tmp_path_factory: pytest.TempPathFactory) -> CodexFeatures:
+    """What the codex under test offers (boss_agent/codexfeatures.py)."""
+    return detect(codex_bin, tmp_path_factory.mktemp("codex-features"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "codex_feature(name): a scenario only a codex with that feature "
+                            "can play (codexfeatures.py); skipped, with the reason, on one without it")
+
+
+@pytest.fixture(autouse=True)
+def _codex_feature(request: pytest.FixtureRequest) -> None:
+    marker = request.node.get_closest_marker("codex_feature")
+    if marker is None:
+        return
+    features: CodexFeatures = request.getfixturevalue("codex_features")
+    name = marker.args[0]
+    if not getattr(features, name):
+        pytest.skip(f"codex {features.version} lacks {name}; its fallback is tested in "
+                    "tests/peers/codex/test_codex_range.py")
 
 
 @pytest.fixture
