@@ -48,6 +48,8 @@ TOOL_APPROVAL_META_SINCE: Version = (0, 169, 0)
 IMMEDIATE_STEER_SINCE: Version = (0, 169, 0)
 INTERRUPT_CLOSES_STREAM_SINCE: Version = (0, 160, 0)  # measured open on 0.150, closed on 0.160
 
+NEEDS_NO_FALLBACK = ("current_time_read",)  # a request codex may make, not a promise it keeps
+
 
 @dataclass(frozen=True)
 class CodexFeatures:
@@ -62,7 +64,9 @@ class CodexFeatures:
     interrupt_closes_stream: bool = True
 
     def names(self, present: bool = True) -> list[str]:
-        return [f.name for f in fields(self) if f.name != "version" and getattr(self, f.name) is present]
+        """The features this codex has (``present``), or those it lacks that need a fallback."""
+        return [f.name for f in fields(self) if f.name != "version" and getattr(self, f.name) is present
+                and (present or f.name not in NEEDS_NO_FALLBACK)]
 
 
 def describe_features(features: CodexFeatures) -> str:
@@ -116,11 +120,9 @@ def detect(codex_bin: str, state_dir: Path) -> CodexFeatures:
     version = codex_version(codex_bin)
     key, cache_path = _key(codex_bin, version), Path(state_dir) / CACHE_FILE
     cached = _read_cache(cache_path).get(key)
-    if isinstance(cached, dict):
-        try:
-            return CodexFeatures(**cached)
-        except TypeError:
-            pass  # written by another boss-agent release: detect again
+    # Written by a boss-agent that knew other features: detect again (no default guesses).
+    if isinstance(cached, dict) and set(cached) == {f.name for f in fields(CodexFeatures)}:
+        return CodexFeatures(**cached)
     with tempfile.TemporaryDirectory(prefix="boss-features-") as scratch:
         schema = Path(scratch) / "schema"
         app_server_output(codex_bin, ["generate-json-schema", "--experimental", "--out", str(schema)],
