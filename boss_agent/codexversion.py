@@ -20,7 +20,7 @@ from boss_agent.errors import CodexTooOld
 
 logger = logging.getLogger(__name__)
 
-type Version = tuple[int, int, int]
+Version = tuple[int, int, int]
 
 OLDEST_SUPPORTED: Version = (0, 150, 0)  # CI's oldest run (scripts/setup-common.sh CODEX_OLDEST_NPM_VERSION)
 NEWEST_TESTED: Version = (0, 171, 0)  # the pinned release (scripts/setup-common.sh CODEX_NPM_VERSION)
