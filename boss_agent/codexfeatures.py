@@ -16,7 +16,7 @@ Each feature has a fallback or an honest refusal where it is used:
 - ``tool_call_env``: commands carry ``CODEX_TOOL_CALL_ID``; without it the cancel sweep
   picks the thread's commands started after the turn began (runner/cancel_sweep.py).
 - ``tool_approval_meta``: MCP tool approvals carry ``_meta.tool_name`` and the tool's
-  annotations; without them the name and risk come from the message (runner/tool_identity.py).
+  annotations; without them the name and risk come from the message (progress/tool_identity.py).
 - ``immediate_steer``: a steer reaches the model at once; before, it waits for the
   response in flight and the steer is shown as queued.
 - ``interrupt_closes_stream``: ``turn/interrupt`` closes the model request; before, the

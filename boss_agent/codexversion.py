@@ -16,14 +16,12 @@ import logging
 import re
 from enum import StrEnum
 
+from boss_agent.codexbin import INSTALL_HINT, PINNED_CODEX_VERSION
 from boss_agent.errors import CodexTooOld
 
 logger = logging.getLogger(__name__)
 
 Version = tuple[int, int, int]
-
-OLDEST_SUPPORTED: Version = (0, 150, 0)  # CI's oldest run (scripts/setup-common.sh CODEX_OLDEST_NPM_VERSION)
-NEWEST_TESTED: Version = (0, 171, 0)  # the pinned release (scripts/setup-common.sh CODEX_NPM_VERSION)
 
 _NUMBERS = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _said_newer: set[str] = set()  # versions already logged as newer than tested (once per process)
@@ -43,6 +41,17 @@ def parse(text: str | None) -> Version | None:
         return None
     major, minor, patch = (int(part) for part in match.groups())
     return major, minor, patch
+
+
+def _release(text: str) -> Version:
+    found = parse(text)
+    if found is None:
+        raise ValueError(f"not a codex release: {text!r}")
+    return found
+
+
+OLDEST_SUPPORTED: Version = (0, 150, 0)  # CI's oldest run (scripts/setup-common.sh CODEX_OLDEST_NPM_VERSION)
+NEWEST_TESTED: Version = _release(PINNED_CODEX_VERSION)  # the pinned release (CODEX_NPM_VERSION)
 
 
 def dotted(version: Version) -> str:
@@ -73,7 +82,7 @@ def require_supported(text: str | None) -> None:
     verdict = support(text)
     if verdict is Support.BELOW:
         raise CodexTooOld(f"codex {text} is older than boss-agent supports (codex {range_text()}); "
-                          f"upgrade it: npm install -g @openai/codex@{dotted(NEWEST_TESTED)}")
+                          f"upgrade it: {INSTALL_HINT}")
     if verdict is Support.ABOVE and text not in _said_newer:
         _said_newer.add(str(text))
         logger.warning("codex %s is newer than boss-agent was tested with (codex %s); running it",

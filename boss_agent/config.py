@@ -18,15 +18,16 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from boss_agent.codexbin import installed_codex
 from boss_agent.errors import ConfigError
 from boss_agent.ids import ID_RULE, valid_id
-from boss_agent.netaddr import check_server_url
+from boss_agent.netaddr import address_is_loopback, check_redis_url, check_server_url, parse_listen, public_origin
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,15 @@ def _opt_path(value: Any) -> Path | None:
     return None if value in (None, "") else _path(value)
 
 
+def _listen(value: Any) -> str:
+    parse_listen(_str(value))  # ValueError names the entry
+    return _str(value).strip()
+
+
+def _origin(value: Any) -> str:
+    return public_origin(_str(value))
+
+
 def _paths(value: Any) -> tuple[Path, ...]:
     return tuple(_path(v) for v in _list(_str, os.pathsep)(value))
 
@@ -139,6 +149,21 @@ def _url(schemes: tuple[str, ...]) -> Callable[[Any], str | None]:
         return text.rstrip("/") if schemes[0].startswith("http") else text
 
     return parse
+
+
+def _loopback_listen(value: Any) -> tuple[str, int] | None:
+    """``127.0.0.1:9464`` or ``[::1]:9464``: what a local Prometheus agent scrapes."""
+    text = _opt_str(value)
+    if text is None:
+        return None
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected ADDRESS:PORT, such as 127.0.0.1:9464")
+    if not address_is_loopback(host):
+        raise ValueError(f"{host or '(no address)'} is not loopback: metrics are served on this "
+                         "machine only (scrape them through a local agent or a tunnel)")
+    return host, int(port)
 
 
 @dataclass(frozen=True)
@@ -167,7 +192,8 @@ KEYS: tuple[Key, ...] = (
         "on SIGTERM, how long running tasks may finish before they are interrupted"),
     Key("log_level", "BOSS_LOG_LEVEL", "info", _choice(("debug", "info", "warning", "error")),
         "log verbosity"),
-    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str, "the Codex CLI (default: `codex` on PATH)"),
+    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str,
+        "the Codex CLI (default: the one scripts/up.sh recorded, else `codex` on PATH)"),
     Key("codex.app_server_transport", "BOSS_CODEX_APP_SERVER_TRANSPORT", "stdio",
         _choice(TRANSPORTS), "stdio, ws or unix"),
     Key("codex.app_server_url", "BOSS_CODEX_APP_SERVER_URL", None, _url(("ws", "wss", "unix")),
@@ -201,7 +227,12 @@ KEYS: tuple[Key, ...] = (
         "remote approval wait before declining"),
     Key("gateway.enabled", "BOSS_GATEWAY_ENABLED", False, _bool, "also take tasks from Redis"),
     Key("gateway.redis_url", "BOSS_REDIS_URL", "redis://127.0.0.1:6379/0",
-        _url(("redis", "rediss", "unix")), "Redis for the gateway"),
+        _url(("redis", "rediss", "unix")),
+        "Redis for the gateway: rediss:// or an ACL user and password unless it is loopback"),
+    Key("gateway.redis_ca_file", "BOSS_REDIS_CA_FILE", None, _opt_path,
+        "CA certificate (PEM) that signed a rediss:// server's certificate (default: the system's)"),
+    Key("gateway.allow_insecure_redis", "BOSS_GATEWAY_ALLOW_INSECURE_REDIS", False, _bool,
+        "allow a plain redis:// to another machine without an ACL user (anyone on the path can queue tasks)"),
     Key("gateway.agent_types", "BOSS_GATEWAY_AGENT_TYPES", ("boss_local_agent",), _ids,
         "agent-type streams to consume"),
     Key("gateway.worker_id", "BOSS_GATEWAY_WORKER_ID", None, _opt_gateway_id,
@@ -210,6 +241,15 @@ KEYS: tuple[Key, ...] = (
         "consumer group name"),
     Key("cua.bin", "BOSS_CUA_DRIVER_BIN", None, _opt_str,
         "the cua-driver executable (default: the cua-driver package's)"),
+    Key("local.listen", "BOSS_LOCAL_LISTEN", (), _list(_listen),
+        "extra https ADDRESS:PORT listeners of the page for phones (a LAN or tailnet address)"),
+    Key("local.tls_cert", "BOSS_LOCAL_TLS_CERT", None, _opt_path,
+        "certificate of the local.listen listeners (default: a self-signed one made once)"),
+    Key("local.tls_key", "BOSS_LOCAL_TLS_KEY", None, _opt_path, "its private key"),
+    Key("local.public_origins", "BOSS_LOCAL_PUBLIC_ORIGINS", (), _list(_origin),
+        "exact https:// origins of a reverse proxy on this machine that forwards to the page"),
+    Key("metrics.listen", "BOSS_METRICS_LISTEN", None, _loopback_listen,
+        "loopback ADDRESS:PORT serving Prometheus /metrics and /readyz (default: off)"),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
 
@@ -241,6 +281,18 @@ class GatewaySettings:
     agent_types: tuple[str, ...]
     worker_id: str | None
     consumer_group: str
+    redis_ca_file: Path | None = None
+    allow_insecure_redis: bool = False
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """How phones reach the local control plane's page (docs/phone.md)."""
+
+    listen: tuple[str, ...] = ()
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    public_origins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +311,8 @@ class Config:
     # False when ``workspaces`` is the built-in default (home), which the owner did not list.
     workspaces_listed: bool = True
     allow_insecure_http: bool = False
+    local: LocalSettings = field(default_factory=LocalSettings)
+    metrics_listen: tuple[str, int] | None = None  # (host, port) of /metrics and /readyz
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -272,6 +326,8 @@ def config_value(config: Config, name: str) -> Any:
         return config.allow_insecure_http if key == "allow_insecure_http" else config.server_url
     if section == "cua":
         return config.cua_bin
+    if section == "metrics":
+        return config.metrics_listen
     return getattr(getattr(config, section), key)
 
 
@@ -380,12 +436,21 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
     order = APPROVAL_POLICIES
     if order.index(codex.approval_policy) > order.index(codex.max_approval_policy):
         raise ConfigError("codex.approval_policy: more permissive than codex.max_approval_policy")
+    local = LocalSettings(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("local.")})
+    if (local.tls_cert is None) != (local.tls_key is None):
+        raise ConfigError("local.tls_cert and local.tls_key go together: set both or neither")
     if not v["server.allow_insecure_http"]:
         check_server_url(v["server.url"], False)  # allowed: the daemon warns at its start instead
+    if not gateway.allow_insecure_redis:
+        check_redis_url(gateway.redis_url, False)  # likewise
     workspaces = v["workspaces"] or (Path.home(),)
+    state_dir = v["state_dir"] or default_state_dir()
+    if codex.bin is None and (recorded := installed_codex(state_dir)):
+        codex = replace(codex, bin=recorded)  # codex.bin, when set, always wins
+        sources = {**sources, "codex.bin": "recorded by scripts/up.sh"}
     return Config(
         server_url=v["server.url"],
-        state_dir=v["state_dir"] or default_state_dir(),
+        state_dir=state_dir,
         workspaces=tuple(p.resolve() for p in workspaces),
         max_concurrent_tasks=v["max_concurrent_tasks"],
         grace_period_s=v["grace_period_s"],
@@ -397,6 +462,8 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         projects=v[PROJECTS],
         workspaces_listed=bool(v["workspaces"]),
         allow_insecure_http=v["server.allow_insecure_http"],
+        local=local,
+        metrics_listen=v["metrics.listen"],
         config_path=config_path,
         sources=sources,
     )

@@ -86,7 +86,7 @@ class ApprovalRequest:
     """One Codex approval request as the phone sees it (already sanitized)."""
 
     approval_id: str
-    kind: Literal["command", "fileChange", "permissions", "userInput", "elicitation"]
+    kind: Literal["command", "fileChange", "permissions", "userInput", "elicitation", "tool"]
     summary: str
     risk: Literal["low", "medium", "high"]
     available_decisions: tuple[str, ...]
@@ -94,6 +94,9 @@ class ApprovalRequest:
     # The optional fields of device API §6, already sanitized: reason, permissions,
     # and for an elicitation message, mode, schema or url.
     details: dict[str, Any] = field(default_factory=dict)
+    # Device API §6 informed consent: exactly what accepting does (approval_view.build).
+    # Shown while the approval is asked, never put on the card.
+    detail: dict[str, Any] | None = None
 
 
 class TaskSink(Protocol):

@@ -3,7 +3,12 @@
 A ``ThreadListener`` is a queue registered for a set of thread ids (or for everything).
 The dispatcher hands every notification to each listener whose ids contain
 ``params.threadId`` (and to every catch-all listener), and every server-to-client
-request to the first thread listener that routes its thread.
+request to the listener whose turn asked: codex names it in ``params.turnId``, and a
+runner claims its turn (``claim_turn``) as soon as ``turn/start`` names it; a
+sub-agent's turn (``rootTurnId``) is its root's. Two listeners may share a thread (a
+steer beside the turn it joined): the request goes to the turn's own task, never
+simply to whichever listener came first. A request no listener's turn claims goes to
+the first thread listener that routes its thread.
 
 Threads a listener's turn spawns become its threads too, before their first request can
 arrive: codex reports a sub-agent in the parent's ``collabAgentToolCall`` item
@@ -124,6 +129,7 @@ class ThreadListener:
     def __init__(self, thread_ids: set[str] | None) -> None:
         self._threads = thread_ids  # None: every notification (no server requests)
         self._turns: set[str] = set()  # turns started on its threads (sub-agents name their root)
+        self._own: set[str] = set()  # the turns its task started, and their sub-agents' turns
         self._queue: asyncio.Queue[Delivery | object] = asyncio.Queue()
         self._closed: ConnectionClosed | None = None
         self._requests: list[ServerRequest] = []  # every request routed here
@@ -136,6 +142,15 @@ class ThreadListener:
         if self._threads is not None:
             self._threads.add(thread_id)
 
+    def claim_turn(self, turn_id: str) -> None:
+        """This listener's task started ``turn_id``: requests of that turn are its own."""
+        self._own.add(turn_id)
+        if self._threads is not None:
+            self._turns.add(turn_id)  # its sub-agents' threads are routed here too
+
+    def owns(self, turn_id: object) -> bool:
+        return turn_id in self._own
+
     def adopt(self, note: Notification) -> None:
         """Route the threads ``note`` says were spawned by one of this listener's turns."""
         if self._threads is None:
@@ -146,6 +161,10 @@ class ThreadListener:
             if thread.get("parentThreadId") in self._threads and isinstance(thread.get("id"), str):
                 self._threads.add(thread["id"])
             return
+        if note.method == "turn/started":
+            turn = obj(params.get("turn"))
+            if turn.get("rootTurnId") in self._own and isinstance(turn.get("id"), str):
+                self._own.add(turn["id"])  # a sub-agent's turn asks on behalf of its root's task
         if params.get("threadId") in self._threads:
             self._adopt_own(note.method, params)
         elif note.method == "turn/started":
@@ -231,8 +250,14 @@ class Router:
                 listener.put(note)
 
     def take(self, request: ServerRequest) -> bool:
-        """Queue ``request`` on the first listener routing its thread; False if none."""
+        """Queue ``request`` on the listener whose turn asked, else on the first listener
+        routing its thread; False if none."""
         thread_id = request.params.get("threadId")
+        turn_id = request.params.get("turnId")
+        for listener in self._listeners:
+            if turn_id is not None and listener.owns(turn_id) and listener.routes(thread_id):
+                listener.put(request)
+                return True
         for listener in self._listeners:
             if listener.routes(thread_id):
                 listener.put(request)

@@ -26,9 +26,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from boss_agent.codexbin import codex_version, find_codex
+from boss_agent.cli.support import tilde
+from boss_agent.codexbin import INSTALL_HINT, codex_version, find_codex
 from boss_agent.codexfeatures import CodexFeatures, describe_features, detect
-from boss_agent.codexversion import NEWEST_TESTED, Support, dotted, range_text, support
+from boss_agent.codexversion import Support, range_text, support
 from boss_agent.config import Config, load_config
 from boss_agent.errors import (
     BossAgentError,
@@ -40,6 +41,7 @@ from boss_agent.errors import (
 from boss_agent.daemon.statefile import read_state
 from boss_agent.identity import LOCAL_ID_FILE, TOKEN_FILE, load_identity
 from boss_agent.sources.gateway.probe import describe, probe_worker
+from boss_agent.netaddr import REDIS_ACL, REDIS_INSECURE, REDIS_LOOPBACK, REDIS_TLS, redis_security, redis_url_shown
 from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
@@ -54,13 +56,7 @@ PAIR_FIX = "boss-agent pair CODE --server URL (or boss-agent up for the local co
 
 
 def _check(name: str, result: str, detail: str, fix: str = "") -> Check:
-    return {"name": name, "result": result, "detail": mask_secrets(_home(detail)), "fix": _home(fix)}
-
-
-def _home(text: str) -> str:
-    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
-    home = str(Path.home())
-    return text.replace(home, "~") if home not in ("", "/") else text
+    return {"name": name, "result": result, "detail": mask_secrets(tilde(detail)), "fix": tilde(fix)}
 
 
 # ----------------------------------------------------------------- local checks
@@ -87,8 +83,8 @@ def check_codex(config: Config) -> Check:
         path = find_codex(config.codex.bin)
         version = codex_version(path)
     except BossAgentError as exc:
-        return _check("codex", "fail", str(exc), "npm install -g @openai/codex, or set codex.bin")
-    upgrade = f"npm install -g @openai/codex@{dotted(NEWEST_TESTED)}"
+        return _check("codex", "fail", str(exc), f"{INSTALL_HINT}, or set codex.bin")
+    upgrade = INSTALL_HINT
     verdict = support(version)
     if verdict is Support.BELOW:
         return _check("codex", "fail", f"codex {version} is older than supported ({range_text()})", upgrade)
@@ -141,6 +137,29 @@ def check_service(config: Config) -> Check:
         return _check("service", "warn", "not installed", "boss-agent service install")
     return _check("service", "ok", f"{status['manager']} ({status['scope']}): "
                                    f"{status.get('enabled')}, {status.get('active')}")
+
+
+def check_phones(config: Config) -> Check:
+    """How phones reach the page: listeners and their certificate's fingerprint, proxies."""
+    from boss_agent.cli.task_follow import controlplane_dir
+    from boss_agent.controlplane import tls
+
+    local = config.local
+    doors = [f"https://{entry.removeprefix('https://')}" for entry in local.listen] + list(local.public_origins)
+    if not doors:
+        return _check("phones", "ok", "loopback only (no local.listen, no local.public_origins)")
+    detail = ", ".join(doors)
+    if local.listen:
+        cert = local.tls_cert or tls.default_paths(controlplane_dir(config.state_dir))[0]
+        if not cert.exists():
+            if local.tls_cert:
+                return _check("phones", "fail", f"{detail}: no certificate at {cert}", "fix local.tls_cert")
+            return _check("phones", "ok", f"{detail}; the certificate is made at the first `boss-agent up`")
+        try:
+            detail += f"; certificate {tls.fingerprint(cert)}"
+        except ValueError:
+            return _check("phones", "fail", f"{detail}: {cert} is not a PEM certificate", "fix local.tls_cert")
+    return _check("phones", "ok", detail)
 
 
 # ----------------------------------------------------------------- network checks
@@ -227,17 +246,18 @@ async def check_server(config: Config) -> Check:
 async def check_redis(config: Config) -> Check:
     if not config.gateway.enabled:
         return _check("redis", "ok", "gateway off; not needed")
-    import redis.asyncio as aioredis
     from redis.exceptions import RedisError
 
-    client = aioredis.Redis.from_url(config.gateway.redis_url, socket_connect_timeout=REDIS_TIMEOUT_S,
-                                     socket_timeout=REDIS_TIMEOUT_S)
+    from boss_agent.sources.gateway.connect import redis_client
+
     gw = config.gateway
+    shown = redis_url_shown(gw.redis_url)
+    client = redis_client(gw, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S)
     try:
         async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
             facts = await probe_worker(client, _worker_id(config), gw.agent_types, gw.consumer_group)
     except (RedisError, OSError, TimeoutError) as exc:
-        return _check("redis", "fail", f"{gw.redis_url}: {_why(exc)}",
+        return _check("redis", "fail", f"{shown} ({_redis_security(gw.redis_url)}): {_why(exc)}",
                       "start Redis, or fix gateway.redis_url, or set gateway.enabled = false")
     finally:
         await client.aclose()
@@ -245,7 +265,19 @@ async def check_redis(config: Config) -> Check:
     state = read_state(config.state_dir) or {}
     if facts["lease"] and state.get("gateway_poison") is not None:
         detail += f"; {state['gateway_poison']} poison entries dropped since start"
-    return _check("redis", "ok", f"{gw.redis_url} answers PING; {detail}")
+    security = _redis_security(gw.redis_url)
+    if redis_security(gw.redis_url) == REDIS_INSECURE:
+        return _check("redis", "warn", f"{shown} ({security}) answers PING; {detail}",
+                      "use rediss:// or an ACL user and password, then drop gateway.allow_insecure_redis")
+    return _check("redis", "ok", f"{shown} ({security}) answers PING; {detail}")
+
+
+_REDIS_SECURITY = {REDIS_TLS: "TLS", REDIS_ACL: "ACL user, no TLS", REDIS_LOOPBACK: "loopback",
+                   REDIS_INSECURE: "insecure: no TLS, no ACL user, not loopback"}
+
+
+def _redis_security(url: str) -> str:
+    return _REDIS_SECURITY[redis_security(url)]
 
 
 def _worker_id(config: Config) -> str:
@@ -360,4 +392,5 @@ def run_checks(config_path: str | Path | None) -> list[Check]:
     results.append(_safely("state dir", lambda: check_state_dir(config)))
     results.append(_safely("daemon", lambda: check_daemon(config)))
     results.append(_safely("service", lambda: check_service(config)))
+    results.append(_safely("phones", lambda: check_phones(config)))
     return results

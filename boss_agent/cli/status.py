@@ -92,6 +92,7 @@ def gateway_status(config: Config, state: dict[str, Any], running: bool) -> dict
             "leaseTtlS": state.get("gateway_lease_ttl_s"), "pending": state.get("gateway_pending"),
             "poison": state.get("gateway_poison"), "forwarded": state.get("gateway_forwarded"),
             "threads": state.get("gateway_threads"),
+            "resumeDropped": state.get("gateway_resume_dropped"),
         })
     return data
 
@@ -108,6 +109,8 @@ def daemon_health(state: dict[str, Any]) -> dict[str, Any]:
     health: dict[str, Any] = {}
     if state.get("spool_degraded"):
         health["spool"] = "degraded: the disk refuses writes; results wait in memory"
+    if state.get("spool_refused"):
+        health["spoolRefused"] = state["spool_refused"]
     return health
 
 

@@ -38,7 +38,7 @@ from boss_agent.aio import race
 from boss_agent.codexbin import codex_version, find_codex
 from boss_agent.codexversion import require_supported
 from boss_agent.config import Config, load_config
-from boss_agent.netaddr import check_server_url
+from boss_agent.netaddr import check_redis_url, check_server_url
 from boss_agent.errors import AppServerUnavailable, ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
@@ -110,6 +110,7 @@ def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
         "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
         "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
         "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
+        "gateway_resume_dropped": counts.get("resume_dropped", 0),
         "gateway_projects": status.get("projects") or [],
     }
 
@@ -118,8 +119,11 @@ class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
                  retry_policy: BossApiRetry | None = None, claim_wait_ms: int | None = None,
-                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True) -> None:
+                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True,
+                 instance_lock: InstanceLock | None = None) -> None:
         self.config = config
+        # `up` takes the state dir's lock before it pairs; the daemon then runs under it.
+        self.instance_lock = instance_lock
         self.codex_home = codex_home
         self.env = env
         self.runner = runner  # injected in tests; otherwise built on the app-server in run()
@@ -215,6 +219,7 @@ class Daemon:
                 "running_task_ids": source.runs.running_ids(),
                 "spooled_reports": len(source.spool),
                 "spool_degraded": source.spool_degraded,
+                "spool_refused": source.flusher.status(),
                 "last_heartbeat_at": last.get("at"),
                 "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
             })
@@ -258,24 +263,33 @@ class Daemon:
             await asyncio.to_thread(check_codex_release, self.config)
         state_dir = ensure_state_dir(self.config.state_dir)
         gateway_only = self.config.gateway.enabled and not self.config.server_url
-        with InstanceLock(state_dir), self.shutdown:
+        if self.config.gateway.enabled:  # refused at load unless allowed: then it warns here
+            check_redis_url(self.config.gateway.redis_url, self.config.gateway.allow_insecure_redis)
+        with self.instance_lock or InstanceLock(state_dir), self.shutdown:
             try:
-                if gateway_only:  # a Redis-only device needs no pairing
-                    identity = load_identity(state_dir)
-                else:
-                    identity = await wait_for_identity(state_dir, self.shutdown.stopping,
-                                                       self._waiting_for_pairing)
-                    if identity is None:
-                        return  # stopped before anyone paired this device
-                if identity is not None:
-                    check_server_url(identity.server_url, self.config.allow_insecure_http)
-                async with contextlib.AsyncExitStack() as stack:
-                    if self.runner is None:
-                        await self._start_codex(stack)
-                    await self._serve(identity, ready)
+                await self._run_locked(state_dir, gateway_only, ready)
             finally:
                 self._enter(DaemonPhase.STOPPED)
                 self.write_state()
+
+    async def _run_locked(self, state_dir: Path, gateway_only: bool, ready: asyncio.Event | None) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            if self.config.metrics_listen is not None:  # only then: prometheus_client costs memory
+                from boss_agent.daemon.metrics import serve_metrics
+
+                await stack.enter_async_context(serve_metrics(self, *self.config.metrics_listen))
+            if gateway_only:  # a Redis-only device needs no pairing
+                identity = load_identity(state_dir)
+            else:
+                identity = await wait_for_identity(state_dir, self.shutdown.stopping,
+                                                   self._waiting_for_pairing)
+                if identity is None:
+                    return  # stopped before anyone paired this device
+            if identity is not None:
+                check_server_url(identity.server_url, self.config.allow_insecure_http)
+            if self.runner is None:
+                await self._start_codex(stack)
+            await self._serve(identity, ready)
 
     def _waiting_for_pairing(self) -> None:
         self._enter(DaemonPhase.WAITING_FOR_PAIRING)
@@ -307,7 +321,8 @@ class Daemon:
         assert self.runner is not None
         worker_id = self.config.gateway.worker_id or gateway_worker_id(device_id)
         return Gateway(self.config, self.runner, worker_id=worker_id,
-                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs)
+                       max_concurrent=self.config.max_concurrent_tasks, runs=self.runs,
+                       state_dir=self.config.state_dir)
 
     def _supervisors(self, identity: Identity | None,
                      device_id: str) -> list[SourceSupervisor[Any]]:
@@ -339,7 +354,8 @@ class Daemon:
 
     async def _serve(self, identity: Identity | None, ready: asyncio.Event | None) -> None:
         """Serve the Boss source (when paired) and the gateway (when enabled) until stopped."""
-        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks))
+        self.runs = RunRegistry(Slots(self.config.max_concurrent_tasks),
+                                thread_wait_s=self.config.codex.approval_timeout_s)
         self.slots = self.runs.slots
         device_id = identity.device_id if identity else local_device_id(self.config.state_dir)
         self.device_id = device_id
@@ -394,6 +410,8 @@ class Daemon:
             self.runner.config = result.config  # read per task: running tasks keep theirs
         if self.source is not None:
             self.source.approvals.timeout_s = result.config.codex.approval_timeout_s
+        if self.runs is not None:  # how long a task waits for its thread's running turn
+            self.runs.thread_wait_s = result.config.codex.approval_timeout_s
         if self.gateway is not None and "projects" in result.applied:
             self.gateway.apply_projects(result.config.projects)  # ids only: what peers route by
         logging.getLogger("boss_agent").setLevel(result.config.log_level.upper())

@@ -58,9 +58,11 @@ STATE_KEYS: Mapping[str, str] = {
     "gateway_pending": "entries this worker read and has not acked (a count)",
     "gateway_poison": "entries dropped as unparseable since start (a count)",
     "gateway_forwarded": "tasks forwarded to the worker holding their thread or project (a count)",
+    "gateway_resume_dropped": "RESUMEs dropped since start: no formId to accept, another form or session (a count)",
     "gateway_threads": "Codex threads this worker holds for the fleet (a count)",
     "gateway_projects": "project ids this worker advertises (a list)",
     "spool_degraded": "true while the disk refuses spool writes (results wait in memory)",
+    "spool_refused": "why spooled results wait while the server refuses them as too large (413)",
 }
 # Times shown by `status` as ages in seconds, under these names.
 _AGES = {

@@ -14,7 +14,7 @@ from boss_agent.config import APPROVAL_POLICIES, SANDBOXES
 from boss_agent.lifecycles import TERMINAL, TaskStatus
 from boss_agent.progress import approval_card as approvals
 from boss_agent.progress.card import BackgroundAgent, Branch, Card, Reasoning, Settings, Step, key_of
-from boss_agent.progress.items import MAX_ACTIVITIES, add_artifact, close_open_items, upsert
+from boss_agent.progress.items import add_artifact, close_open_items, put_agent
 from boss_agent.progress.notifications import add_warning
 
 STATUSES = frozenset(TaskStatus)
@@ -114,8 +114,7 @@ def _background_agent(card: Card, params: Mapping[str, Any]) -> Card:
     key = key_of(("agent", params.get("thread")))
     old = next((a for a in card.backgroundAgents if a.key == key), None)
     name = old.name if old else str(params.get("name") or "sub-agent")
-    agent = BackgroundAgent(key, name, status, old.source if old else "subAgent")
-    return card.evolve(backgroundAgents=upsert(card.backgroundAgents, key, agent, MAX_ACTIVITIES))
+    return put_agent(card, key, BackgroundAgent(key, name, status, old.source if old else "subAgent"))
 
 
 _BOSS = {

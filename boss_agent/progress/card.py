@@ -19,7 +19,8 @@ from typing import Any
 
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
-from boss_agent.redact import sanitize_text, settled_prefix
+from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire, wire_size
+from boss_agent.redact import StreamRedactor, sanitize_text, settled_prefix
 from boss_agent.timefmt import utc_iso
 
 CARD_VERSION = 1
@@ -30,6 +31,19 @@ REASONING_CHARS = 1000  # a reasoning summary is a few sentences; more is noise 
 TRANSCRIPT_PREVIEW_CHARS = 200  # docs/progress-card.md: realtime transcriptPreview ≤ 200 chars
 TRANSCRIPT_WINDOW_CHARS = TRANSCRIPT_PREVIEW_CHARS + PREVIEW_CONTEXT  # what the card keeps of it
 SANITIZE_CACHE = 4096  # labels and summaries repeat across uploads; sanitize each once
+# A sanitized string takes at most this many bytes per char on the wire (a \uXXXX escape).
+WIRE_BYTES_PER_CHAR = 6
+ENTRY_OVERHEAD_BYTES = 80  # keys, quotes and braces of one list entry
+# Every field of the card but its lists, at their longest: the goal, the reasoning, the
+# answer preview, the realtime preview and sixty labels (the git operations among them).
+SCALAR_BOUND_BYTES = (GOAL_CHARS + REASONING_CHARS + ANSWER_PREVIEW_CHARS + TRANSCRIPT_PREVIEW_CHARS
+                      + 60 * FIELD_CHARS) * WIRE_BYTES_PER_CHAR
+# How many strings one entry of each list holds (each at most FIELD_CHARS long).
+_ENTRY_STRINGS = {"steps": 2, "approvals": 5, "fileChanges": 2, "toolActivities": 4,
+                  "backgroundAgents": 3, "threadCollaboration": 4, "mcpServers": 3,
+                  "warnings": 2, "artifacts": 2}
+_ENTRY_BOUND = {name: count * FIELD_CHARS * WIRE_BYTES_PER_CHAR + ENTRY_OVERHEAD_BYTES
+                for name, count in _ENTRY_STRINGS.items()}
 
 
 def key_of(value: object) -> int | None:
@@ -238,6 +252,9 @@ class Card:
     backgroundAgents: tuple[BackgroundAgent, ...] = ()  # noqa: N815
     # ---- private: never serialized
     answer: str = field(default="", repr=False)  # the agent message being streamed
+    # ``answer`` through the streaming sanitizer: what of it may be shown (answerPreview,
+    # the gateway's answer stream) while it streams; a new stream per agent message.
+    answer_stream: StreamRedactor | None = field(default=None, repr=False)
     final_text: str | None = field(default=None, repr=False)  # the last completed answer
     workdir: str | None = field(default=None, repr=False)
     ignored_count: int = field(default=0, repr=False)  # methods this reducer does not know
@@ -246,6 +263,19 @@ class Card:
     turn_key: int | None = field(default=None, repr=False)
     diff_base: tuple[int, int, int] = field(default=(0, 0, 0), repr=False)  # earlier turns
     compacted_turns: frozenset[int] = field(default=frozenset(), repr=False)
+    # How many entries each capped list left out (bounds.py); serialized as ``omitted``.
+    omitted: tuple[tuple[str, int], ...] = field(default=(), repr=False)
+
+    def omitted_count(self, name: str) -> int:
+        return next((n for key, n in self.omitted if key == name), 0)
+
+    def with_omitted(self, name: str, more: int, **changes: Any) -> Card:
+        """``evolve(**changes)``, with ``more`` entries of list ``name`` left out."""
+        if more:
+            counts = dict(self.omitted)
+            counts[name] = counts.get(name, 0) + more
+            changes["omitted"] = tuple(counts.items())
+        return self.evolve(**changes)
 
     def evolve(self, **changes: Any) -> Card:
         """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
@@ -259,11 +289,14 @@ class Card:
         _set(new, "__dict__", state)
         return new
 
-    def streamed(self, answer: str, at: str | int | None) -> Card:
-        """``evolve(answer=answer, updatedAt=at)`` for the hot path, an answer delta:
-        no status can change, so no keyword dict and no transition check."""
+    def streamed(self, answer: str, delta: str, at: str | int | None) -> Card:
+        """``evolve(answer=answer, updatedAt=at)`` and ``delta`` fed to the answer's
+        stream, for the hot path, an answer delta: no status can change, so no keyword
+        dict and no transition check."""
         state = self.__dict__.copy()
         state["answer"] = answer
+        stream = self.answer_stream
+        state["answer_stream"] = (stream or StreamRedactor(self.workdir)).feed(delta)
         state["updatedAt"] = at
         new = _new(Card)
         _set(new, "__dict__", state)
@@ -287,10 +320,27 @@ class Card:
             out["reasoningSummary"]["text"] = reasoning_text(self)
         if self.realtime is not None:
             out["realtime"]["transcriptPreview"] = transcript_preview(self.realtime, self.workdir)
+        counts = dict(self.omitted)
+        out["omitted"] = {name: counts.pop(name, 0) for name in COUNTED} | counts
+        # The byte guard costs one more encoding, so it runs only for a card that could
+        # be too big: most cannot, by their lists' lengths or else by their lists' bytes.
+        if size_bound(self) > CARD_BUDGET_BYTES and self._list_bytes() > CARD_BUDGET_BYTES:
+            out = fit_wire(out)
         return out
+
+    def _list_bytes(self) -> int:
+        """An upper bound of the serialized bytes: the lists' own (measured once per
+        list object, like their wire form) and the rest at its longest."""
+        return SCALAR_BOUND_BYTES + sum(_wire_bytes(getattr(self, name), self.workdir)
+                                        for name in _ENTRY_BOUND)
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+def size_bound(card: Card) -> int:
+    """An upper bound of the card's serialized bytes, from its lists' lengths alone."""
+    return SCALAR_BOUND_BYTES + sum(len(getattr(card, name)) * bound for name, bound in _ENTRY_BOUND.items())
 
 
 @lru_cache(maxsize=1)
@@ -317,6 +367,21 @@ def _clean(value: str, workdir: str | None, limit: int = FIELD_CHARS) -> str:
 # its fields, recursively) and rebuilding it. Each entry holds its value, so its ``id``
 # cannot be reused by another object while the entry lives.
 _WIRE: dict[int, tuple[Any, str | None, Any, bool]] = {}
+_WIRE_BYTES: dict[int, tuple[Any, str | None, int]] = {}  # the same, for a list's encoded size
+
+
+def _wire_bytes(value: tuple[Any, ...], workdir: str | None) -> int:
+    """The encoded size of a list's wire form, measured once per list object."""
+    if not value:
+        return 2
+    hit = _WIRE_BYTES.get(id(value))
+    if hit is not None and hit[0] is value and hit[1] == workdir:
+        return hit[2]
+    size = wire_size(_wire(value, workdir)[0])
+    if len(_WIRE_BYTES) >= SANITIZE_CACHE:
+        _WIRE_BYTES.clear()
+    _WIRE_BYTES[id(value)] = (value, workdir, size)
+    return size
 
 
 def _wire(value: Any, workdir: str | None) -> tuple[Any, bool]:
@@ -369,12 +434,22 @@ def _plain(value: Any, workdir: str | None) -> Any:
 
 
 def answer_preview(card: Card) -> str | None:
+    """While the task runs, the tail of what the answer's stream let out (a secret
+    still arriving is held back there); once it ended, the tail of the final answer."""
+    if card.status not in TERMINAL and card.answer_stream is not None:
+        return card.answer_stream.preview(ANSWER_PREVIEW_CHARS)
     text = card.answer or card.final_text
-    if card.answer and card.answer != card.final_text and card.status not in TERMINAL:
-        text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None
+
+
+def answer_stream(card: Card) -> StreamRedactor | None:
+    """The answer's stream, finished once the task ended (nothing more will come)."""
+    stream = card.answer_stream
+    if stream is not None and card.status in TERMINAL and not stream.done:
+        return stream.finish()
+    return stream
 
 
 def reasoning_text(card: Card) -> str:

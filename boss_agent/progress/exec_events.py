@@ -50,7 +50,7 @@ def _todo(card: Card, item: Mapping[str, Any], done: bool) -> Card:
         else:
             status = "pending"
         steps.append(Step(str(entry.get("text") or ""), status))
-    return card.evolve(steps=tuple(steps))
+    return it.with_steps(card, steps)
 
 
 def _mcp(card: Card, item: Mapping[str, Any], done: bool) -> Card:

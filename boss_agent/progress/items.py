@@ -16,6 +16,14 @@ from typing import Any
 from boss_agent.jsonshape import mapping
 from boss_agent.progress import approval_card as approvals
 from boss_agent.progress.artifacts import artifact_kind
+from boss_agent.progress.bounds import (
+    MAX_ARTIFACTS,
+    MAX_BACKGROUND_AGENTS,
+    MAX_FILE_CHANGES,
+    MAX_STEPS,
+    MAX_TOOL_ACTIVITIES,
+    trim,
+)
 from boss_agent.progress.card import (
     Artifact,
     BackgroundAgent,
@@ -28,22 +36,48 @@ from boss_agent.progress.card import (
     ToolActivity,
     key_of,
 )
+from boss_agent.redact import StreamRedactor
 
 ItemHandler = Callable[[Card, Mapping[str, Any], bool], Card]
-MAX_ACTIVITIES = 50  # a phone card lists recent tools; older ones only inflate the upload
-MAX_FILES = 200
+MAX_ACTIVITIES = 50  # collaborations and MCP servers: a phone lists the recent ones
 _CHANGE = {"add": "add", "delete": "delete", "update": "update"}
 _WEB_ACTION = {"search": "web search", "openPage": "opened a web page",
                "findInPage": "searched in a web page"}
 
 
 def upsert(records: tuple[Any, ...], key: int | None, record: Any, cap: int) -> tuple[Any, ...]:
-    """Replace the record with ``key`` or append; keep only the newest ``cap``."""
+    """Replace the record with ``key`` or append; keep at most ``cap`` (bounds.trim:
+    the unresolved ones, then the newest)."""
+    return upsert_counted(records, key, record, cap)[0]
+
+
+def upsert_counted(records: tuple[Any, ...], key: int | None, record: Any,
+                   cap: int) -> tuple[tuple[Any, ...], int]:
+    """``upsert`` that keeps the unresolved entries first (bounds.trim), and says how
+    many entries it left out."""
     if key is not None:
         for index, old in enumerate(records):
             if old.key == key:
-                return records[:index] + (record,) + records[index + 1:]
-    return (records + (record,))[-cap:]
+                return records[:index] + (record,) + records[index + 1:], 0
+    return trim(records + (record,), cap)
+
+
+def put_activity(card: Card, key: int | None, record: ToolActivity) -> Card:
+    kept, dropped = upsert_counted(card.toolActivities, key, record, MAX_TOOL_ACTIVITIES)
+    return card.with_omitted("toolActivities", dropped, toolActivities=kept)
+
+
+def put_agent(card: Card, key: int | None, agent: BackgroundAgent, **changes: Any) -> Card:
+    kept, dropped = upsert_counted(card.backgroundAgents, key, agent, MAX_BACKGROUND_AGENTS)
+    return card.with_omitted("backgroundAgents", dropped, backgroundAgents=kept, **changes)
+
+
+def with_steps(card: Card, steps: list[Step]) -> Card:
+    """A new plan replaces the old one: its count of left-out steps is its own."""
+    kept, dropped = trim(steps, MAX_STEPS)
+    counts = dict(card.omitted)
+    counts["steps"] = dropped
+    return card.evolve(steps=kept, omitted=tuple(counts.items()))
 
 
 def _status(item: Mapping[str, Any], done: bool) -> str:
@@ -55,8 +89,7 @@ def _status(item: Mapping[str, Any], done: bool) -> str:
 
 def _activity(card: Card, item: Mapping[str, Any], name: str, status: str, summary: str) -> Card:
     key = key_of(item.get("id"))
-    record = ToolActivity(key, str(item.get("type")), name, status, summary)
-    return card.evolve(toolActivities=upsert(card.toolActivities, key, record, MAX_ACTIVITIES))
+    return put_activity(card, key, ToolActivity(key, str(item.get("type")), name, status, summary))
 
 
 def command_execution(card: Card, item: Mapping[str, Any], done: bool) -> Card:
@@ -95,15 +128,20 @@ def change_kind(kind: Any) -> str:
 
 
 def add_changes(card: Card, changes: Any, item_key: int | None) -> Card:
-    """Paths and change kinds only; the ``diff`` of each change is never read."""
-    records = list(card.fileChanges)
+    """Paths and change kinds only; the ``diff`` of each change is never read.
+
+    A path seen again moves to the end (the newest); past ``MAX_FILE_CHANGES`` the
+    oldest paths are left out, and counted.
+    """
+    records = {r.path: r for r in card.fileChanges}
     for change in changes if isinstance(changes, (list, tuple)) else ():
         if not isinstance(change, Mapping) or not isinstance(change.get("path"), str):
             continue
         kind = change.get("kind")
-        record = FileChange(change["path"], change_kind(kind), item_key)
-        records = [r for r in records if r.path != record.path] + [record]
-    return card.evolve(fileChanges=tuple(records[-MAX_FILES:]))
+        records.pop(change["path"], None)
+        records[change["path"]] = FileChange(change["path"], change_kind(kind), item_key)
+    kept, dropped = trim(list(records.values()), MAX_FILE_CHANGES)
+    return card.with_omitted("fileChanges", dropped, fileChanges=kept)
 
 
 def add_artifact(card: Card, path: str, kind: str | None = None) -> Card:
@@ -111,7 +149,8 @@ def add_artifact(card: Card, path: str, kind: str | None = None) -> Card:
     record = Artifact(name, kind or artifact_kind(name) or "file")
     if record in card.artifacts:
         return card
-    return card.evolve(artifacts=card.artifacts + (record,))
+    kept, dropped = trim(card.artifacts + (record,), MAX_ARTIFACTS)
+    return card.with_omitted("artifacts", dropped, artifacts=kept)
 
 
 def _artifacts_from_changes(card: Card, changes: Any) -> Card:
@@ -124,12 +163,18 @@ def _artifacts_from_changes(card: Card, changes: Any) -> Card:
 
 
 def agent_message(card: Card, item: Mapping[str, Any], done: bool) -> Card:
-    text = item.get("text") if isinstance(item.get("text"), str) else ""
-    if not done:
-        return card.evolve(answer=text)
+    text: str = item["text"] if isinstance(item.get("text"), str) else ""
+    if not done:  # a new message: a new stream
+        return card.evolve(answer=text, answer_stream=StreamRedactor(card.workdir).feed(text))
+    stream = card.answer_stream
+    if stream is None or stream.done:
+        stream = StreamRedactor(card.workdir)
+    if len(text) > stream.fed:
+        stream = stream.feed(text[stream.fed:])  # what the deltas did not bring (none, usually)
+    stream = stream.finish()
     if item.get("phase") == "commentary":
-        return card.evolve(answer=text)
-    return card.evolve(answer=text, final_text=text)
+        return card.evolve(answer=text, answer_stream=stream)
+    return card.evolve(answer=text, final_text=text, answer_stream=stream)
 
 
 def plan(card: Card, item: Mapping[str, Any], done: bool) -> Card:
@@ -142,7 +187,7 @@ def plan(card: Card, item: Mapping[str, Any], done: bool) -> Card:
         head, _, rest = stripped.partition(" ")
         if rest and (head in ("-", "*") or (head.endswith(".") and head[:-1].isdigit())):
             steps.append(Step(rest.strip(), "pending"))
-    return card.evolve(steps=tuple(steps)) if steps else card
+    return with_steps(card, steps) if steps else card
 
 
 def reasoning(card: Card, item: Mapping[str, Any], done: bool) -> Card:
@@ -225,9 +270,8 @@ def sub_agent_activity(card: Card, item: Mapping[str, Any], done: bool) -> Card:
     agent = BackgroundAgent(agent_key, name, status, "subAgent")
     key = key_of(item.get("id"))
     collab = Collaboration(key, "subAgent", kind, "agent", status)
-    return card.evolve(
-        backgroundAgents=upsert(card.backgroundAgents, agent_key, agent, MAX_ACTIVITIES),
-        threadCollaboration=upsert(card.threadCollaboration, key, collab, MAX_ACTIVITIES))
+    return put_agent(card, agent_key, agent,
+                     threadCollaboration=upsert(card.threadCollaboration, key, collab, MAX_ACTIVITIES))
 
 
 def count_compaction(card: Card, turn_key: int | None) -> Card:

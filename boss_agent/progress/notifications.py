@@ -28,7 +28,7 @@ from boss_agent.progress.card import (
     Verification,
     key_of,
 )
-from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, upsert
+from boss_agent.progress.items import MAX_ACTIVITIES, count_compaction, put_agent
 from boss_agent.timefmt import utc_iso
 
 MAX_WARNINGS = 20  # the card shows recent warnings; a retry storm must not grow it forever
@@ -68,8 +68,7 @@ def thread_started(card: Card, params: Mapping[str, Any]) -> Card:
     source = source if isinstance(source, str) else (
         next(iter(source), "subAgent") if isinstance(source, Mapping) else "subAgent")
     key = key_of(("agent", thread.get("id")))
-    agent = BackgroundAgent(key, name, "running", str(source))
-    return card.evolve(backgroundAgents=upsert(card.backgroundAgents, key, agent, MAX_ACTIVITIES))
+    return put_agent(card, key, BackgroundAgent(key, name, "running", str(source)))
 
 
 def goal_updated(card: Card, params: Mapping[str, Any]) -> Card:

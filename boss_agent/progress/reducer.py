@@ -29,7 +29,7 @@ from boss_agent.progress import notifications as n
 from boss_agent.progress.answer import grow_answer
 from boss_agent.progress.card import Card, Reasoning, Step, final_answer, key_of
 from boss_agent.progress.exec_events import reduce_exec_event
-from boss_agent.progress.items import ITEMS, add_changes, close_open_items
+from boss_agent.progress.items import ITEMS, add_changes, close_open_items, with_steps
 
 __all__ = ["NOTIFICATIONS", "REQUESTS", "ITEMS", "reduce", "reduce_exec_event", "coverage", "final_answer"]
 
@@ -95,7 +95,7 @@ def item_completed(card: Card, params: Mapping[str, Any]) -> Card:
 
 def agent_delta(card: Card, params: Mapping[str, Any]) -> Card:
     delta = params.get("delta")
-    return card.evolve(answer=grow_answer(card.answer, delta)) if isinstance(delta, str) else card
+    return card.streamed(grow_answer(card.answer, delta), delta, card.updatedAt) if isinstance(delta, str) else card
 
 
 def summary_delta(card: Card, params: Mapping[str, Any]) -> Card:
@@ -122,7 +122,7 @@ def plan_updated(card: Card, params: Mapping[str, Any]) -> Card:
     for entry in plan:
         if isinstance(entry, Mapping) and isinstance(entry.get("step"), str):
             steps.append(Step(entry["step"], _STEP_STATUS.get(str(entry.get("status")), "pending")))
-    return card.evolve(steps=tuple(steps))
+    return with_steps(card, steps)
 
 
 def diff_updated(card: Card, params: Mapping[str, Any]) -> Card:
@@ -292,7 +292,7 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         delta = params.get("delta")
         if type(delta) is str:
             at = message.get("emittedAtMs")
-            return card.streamed(grow_answer(card.answer, delta), at if type(at) is int else card.updatedAt)
+            return card.streamed(grow_answer(card.answer, delta), delta, at if type(at) is int else card.updatedAt)
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
     try:

@@ -26,6 +26,7 @@ from boss_agent.errors import (
     TaskRejected,
     TurnNotStarted,
 )
+from boss_agent.progress.bounds import cut_result_text
 from boss_agent.progress.card import final_answer
 from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
@@ -279,7 +280,7 @@ class Runner:
         return TaskResult(
             status=outcome.status, backend=backend, fallback_from=fallback_from,
             codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
-            result_text=answer if outcome.status == "completed" else None,
+            result_text=cut_result_text(answer) if outcome.status == "completed" else None,
             error_code=outcome.error_code if outcome.status != "completed" else None,
             error_message=outcome.error_message if outcome.status != "completed" else None,
         )

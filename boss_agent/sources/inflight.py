@@ -27,6 +27,15 @@ Ordering the registry takes care of:
   ``publish_end``, so Redis can follow up a thread the Boss source started. Publishing
   never delays a run: it happens in the background, in order, bounded, and a failure
   is only logged.
+* **One run per thread** (device API §3). ``call_runner`` admits a task to its
+  thread first: while another run of this device holds that thread (it was admitted
+  for it, or its turn started there, and its runner has not returned), a task that
+  is not a steer waits, without a slot (handed back, taken back in line after), with
+  a queued card that says why, and cancellable. It fails ``thread_busy`` when still
+  waiting after ``thread_wait_s`` (the approval timeout: the longest a running turn
+  is normally held up by a person). Codex would otherwise fold the second task's
+  ``turn/start`` into the running turn: its commands would run under the first
+  task's turn, policy and person. A steer joins the running turn and is not held.
 * **The runner-raised guard.** ``call_runner`` turns an exception from the runner
   (which promises not to raise) into a ``failed`` ``internal_error`` result, so one
   task fails and neither its source nor the daemon does.
@@ -37,14 +46,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from boss_agent import metrics
+from boss_agent.aio import race
+from boss_agent.progress.card import new_card
+from boss_agent.progress.reducer import reduce
+from boss_agent.redact import sanitize_text
 from boss_agent.sources.contract import ThreadRegistry
 from boss_agent.sources.slots import Slots
-from boss_agent.redact import sanitize_text
 from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
+from boss_agent.timefmt import utc_iso
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +67,10 @@ CANCELLED = "cancelled"  # the reason of a cancel that gave none
 SOURCE_FAILED = "source_restart"  # the reason of a cancel because the task's source failed
 WIND_DOWN_S = 10.0  # a failing source's runners get this long to interrupt their turns
 PUBLISH_TIMEOUT_S = 10.0  # one thread publication to the fleet (Redis down: given up)
+# A task waits this long for its thread's running turn unless told otherwise; the daemon
+# sets the approval timeout (codex.approval_timeout_s), the config's own default.
+THREAD_WAIT_S = 600.0
+THREAD_BUSY = "thread_busy"
 
 Key = tuple[str, str]  # (source name, task id): ids of different sources never collide
 
@@ -69,6 +88,11 @@ class Run:
     suspended: bool = False
     task: asyncio.Task[Any] | None = None  # the asyncio task running it, for ``abort``
     owner: Any = None  # the source's own object for this run (the gateway's Execution)
+    # The thread refs this run holds (its task's ref, then the id its turn started on),
+    # from its admission until its runner returns; a steer holds none.
+    threads: set[str] = field(default_factory=set)
+    admitted: bool = False
+    waiting: bool = False  # waiting for its thread's running turn (it holds no slot)
 
     @property
     def key(self) -> Key:
@@ -85,8 +109,10 @@ class Run:
 class RunRegistry:
     """The device's runs in flight, its slot budget, and the early cancels."""
 
-    def __init__(self, slots: Slots) -> None:
+    def __init__(self, slots: Slots, thread_wait_s: float = THREAD_WAIT_S) -> None:
         self.slots = slots
+        self.thread_wait_s = thread_wait_s
+        self._thread_freed = asyncio.Event()  # a run gave its threads up
         self._runs: dict[Key, Run] = {}
         self._starting: set[Key] = set()
         self._early: dict[Key, tuple[str, bool]] = {}
@@ -116,6 +142,17 @@ class RunRegistry:
     def count(self, source: str) -> int:
         return sum(1 for run in self._runs.values() if run.source == source)
 
+    def waiting(self, source: str) -> int:
+        """Runs of ``source`` waiting for their thread's running turn (they hold no slot)."""
+        return sum(1 for run in self._runs.values() if run.source == source and run.waiting)
+
+    def holder(self, thread_ref: str, besides: Run | None = None) -> Run | None:
+        """The run (other than ``besides``) holding ``thread_ref``, if any."""
+        for run in self._runs.values():
+            if run is not besides and thread_ref in run.threads:
+                return run
+        return None
+
     def is_starting(self, source: str, task_id: str) -> bool:
         return (source, task_id) in self._starting
 
@@ -144,6 +181,7 @@ class RunRegistry:
     def finish(self, run: Run) -> None:
         """``run`` ended (any way at all): give its slot back and forget it."""
         self.hand_back(run)
+        self._release_threads(run)
         if self._runs.get(run.key) is run:
             del self._runs[run.key]
         self.changed.set()
@@ -232,17 +270,114 @@ class RunRegistry:
 
         self._published = asyncio.ensure_future(publish())
 
+    # ------------------------------------------------------------------ threads
+
+    def turn_started(self, run: Run, thread_ref: str) -> None:
+        """``run``'s turn started on ``thread_ref`` (a new thread's id is known only now)."""
+        if run.admitted:
+            run.threads.add(thread_ref)
+
+    def _release_threads(self, run: Run) -> None:
+        run.admitted = False
+        if run.threads:
+            run.threads.clear()
+            self._thread_freed.set()
+
+    async def _admit(self, run: Run, task: Task, sink: TaskSink) -> TaskResult | None:
+        """Hold ``task``'s thread for ``run``, waiting while another run holds it.
+
+        None: admitted (with its slot back, when it had one). Otherwise the result the
+        task ends with: ``thread_busy`` after ``thread_wait_s``, or cancelled.
+        """
+        thread = thread_of(task)
+        run.admitted = True
+        if thread is None or self.holder(thread, run) is None:
+            if thread is not None:
+                run.threads.add(thread)
+            return None
+        had_slot = run.holds_slot
+        self.hand_back(run)
+        run.waiting = True
+        logger.info("task %s waits for the running turn of its thread", task.task_id)
+        await _queued_card(sink)
+        try:
+            async with asyncio.timeout(self.thread_wait_s):
+                while self.holder(thread, run) is not None and not run.cancel.is_set():
+                    self._thread_freed.clear()
+                    await race(self._thread_freed.wait(), run.cancel.wait())
+        except TimeoutError:
+            logger.info("task %s: its thread was still busy after %.0f s", task.task_id,
+                        self.thread_wait_s)
+            return _thread_busy(thread)
+        finally:
+            run.waiting = False
+        if run.cancel.is_set():
+            return _cancelled_waiting(thread)
+        run.threads.add(thread)  # before any await: a task behind this one keeps waiting
+        if had_slot:
+            slot, _ = await race(self.take_back(run), run.cancel.wait())
+            if slot.cancelled() or not run.holds_slot:
+                return _cancelled_waiting(thread)
+        return None
+
     # ------------------------------------------------------------------ the runner
 
-    @staticmethod
-    async def call_runner(runner: TaskRunner, task: Task, sink: TaskSink,
-                          cancel: asyncio.Event) -> TaskResult:
-        """``runner.run``, with an exception from it turned into a ``failed`` result."""
+    async def call_runner(self, run: Run, runner: TaskRunner, task: Task, sink: TaskSink, *,
+                          agent_type: str | None = None) -> TaskResult:
+        """``runner.run`` once ``task`` holds its thread (one run per thread), with an
+        exception from the runner turned into a ``failed`` result.
+
+        Both sources run every task through here, so this is where tasks are counted
+        and timed (``metrics``): a run cut off by shutdown counts as ``cancelled``.
+        """
+        started = time.monotonic()
+        result = TaskResult(status="cancelled", error_code="agent_shutdown")
+        metrics.task_started(run.source, agent_type)
         try:
-            return await runner.run(task, sink, cancel)
+            if not task.target_turn_id:  # a steer joins the running turn
+                refused = await self._admit(run, task, sink)
+                if refused is not None:
+                    result = refused
+                    return result
+            result = await runner.run(task, sink, run.cancel)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
             logger.exception("the runner raised on task %s", task.task_id)
-            return TaskResult(status="failed", error_code="internal_error",
-                              error_message=sanitize_text(exc.__class__.__name__, limit=200))
+            result = TaskResult(status="failed", error_code="internal_error",
+                                error_message=sanitize_text(exc.__class__.__name__, limit=200))
+        finally:
+            self._release_threads(run)
+            metrics.task_finished(run.source, result.status, result.backend, result.error_code,
+                                  time.monotonic() - started, agent_type)
+        return result
+
+
+def thread_of(task: Task) -> str | None:
+    """The existing thread a task runs a turn on (None: a new thread, or a steer)."""
+    if task.target_turn_id:
+        return None
+    if task.intent == "thread_collaboration":
+        return task.target_thread_ref
+    return task.codex_thread_ref
+
+
+async def _queued_card(sink: TaskSink) -> None:
+    """The waiting task's card: queued, and why (the runner's own card replaces it)."""
+    card = reduce(new_card(now=utc_iso(ms=True)), {"method": "boss/warning", "params": {
+        "kind": THREAD_BUSY,
+        "message": "waiting for the running turn of this thread to end (one run per thread)"}})
+    try:
+        await sink.progress(card)
+    except Exception as exc:  # noqa: BLE001 - a card is a nicety; the wait goes on
+        logger.warning("could not send the waiting card (%s)", type(exc).__name__)
+
+
+def _thread_busy(thread: str) -> TaskResult:
+    return TaskResult("failed", codex_thread_ref=thread, error_code=THREAD_BUSY,
+                      error_message="another task's turn was still running on this thread")
+
+
+def _cancelled_waiting(thread: str) -> TaskResult:
+    return TaskResult("cancelled", codex_thread_ref=thread, error_code="cancelled",
+                      error_message="cancelled while waiting for the thread's running turn")

@@ -10,15 +10,19 @@ the app-server closes its model stream (``stream_end == "peer_closed"``).
 The contract: a task from the source runs on codex and its result is delivered
 once; the same task delivered again while it runs is not run twice; a cancel from
 the source interrupts the turn and ends the task ``cancelled``; a daemon shutdown
-interrupts a running turn on the app-server and ends the task ``cancelled``.
+interrupts a running turn on the app-server and ends the task ``cancelled``. One run
+per thread (device API §3): a follow-up of a thread whose turn runs waits for it
+holding no slot, fails ``thread_busy`` when it waits too long, and a steer joins.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +34,8 @@ from boss_agent.lifecycles import TERMINAL
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
+from boss_agent.sources.gateway.wire import CT_TASK
+from boss_agent.sources.inflight import THREAD_BUSY
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.config import make_config
@@ -42,6 +48,7 @@ pytestmark = [pytest.mark.codex, pytest.mark.redis]
 FAST = BossApiRetry.fast()
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
+THREAD_WAIT_S = 0.5  # the thread_busy test's wait for a turn that never ends (its hang is held)
 
 
 @dataclass
@@ -49,6 +56,8 @@ class Outcome:
     status: str
     text: str | None
     deliveries: int  # how many times the source saw the result (must be 1)
+    error_code: str | None = None
+    turn: str | None = None
 
 
 class BossSide:
@@ -59,8 +68,22 @@ class BossSide:
     def __init__(self, cp: ControlPlane, proxy: FaultProxy) -> None:
         self.cp, self.proxy = cp, proxy
 
-    async def submit(self, prompt: str, workdir: Path, key: str) -> str:
-        return self.cp.submit_task(prompt, workdir=str(workdir))
+    async def submit(self, prompt: str, workdir: Path, key: str, **fields: Any) -> str:
+        return self.cp.submit_task(prompt, workdir=str(workdir), **fields)
+
+    async def refs(self, key: str) -> tuple[str, str]:
+        """The running task's thread and turn, once its progress carried them."""
+        await self.proxy.wait_for(lambda: self.cp.task(key).get("turnId"), timeout=60)
+        view = self.cp.task(key)
+        return view["codexThreadRef"], view["turnId"]
+
+    async def waits_for_thread(self, key: str) -> None:
+        """Its card is queued and says it waits for the thread's running turn."""
+        def waiting() -> bool:
+            card = self.cp.task(key)["executionProgress"] or {}
+            return card.get("status") == "queued" and any(
+                w["kind"] == THREAD_BUSY for w in card.get("warnings") or ())
+        await self.proxy.wait_for(waiting, timeout=60)
 
     async def cancel(self, key: str) -> None:
         self.cp.cancel_task(key)  # travels to the device in the next heartbeat answer
@@ -78,7 +101,8 @@ class BossSide:
         await self.proxy.wait_for(lambda: self.cp.task(key)["status"] in TERMINAL, timeout=60)
         result = self.cp.task(key)["result"]
         posts = [s for s in self.proxy.requests(f"/{key}/complete") if s.status < 300]
-        return Outcome(result["status"], result.get("resultText"), len(posts))
+        return Outcome(result["status"], result.get("resultText"), len(posts),
+                       (result.get("error") or {}).get("code"), result.get("turnId"))
 
 
 class GatewaySide:
@@ -90,12 +114,28 @@ class GatewaySide:
         self.redis = sdk_redis(redis_url)
         self.client = sdk_client(self.redis)
 
-    async def submit(self, prompt: str, workdir: Path, key: str) -> str:
+    async def submit(self, prompt: str, workdir: Path, key: str, **fields: Any) -> str:
         response = await self.client.send_message(
             AGENT, SESSION, prompt, message_id=key, trace_id="trace-1",
-            extra_payload={"intentCategory": "conversation_reply", "workdir": str(workdir)})
+            extra_payload={"intentCategory": "conversation_reply", "workdir": str(workdir), **fields})
         assert response.success, response.error
         return key
+
+    async def refs(self, key: str) -> tuple[str, str]:
+        """The running task's thread and turn, from its ``running`` state event."""
+        events = await read_events(self.redis, SESSION, key, timeout=60,
+                                   until=lambda m: bool((m.metadata or {}).get("turnId")))
+        return events[-1].metadata["codexThreadRef"], events[-1].metadata["turnId"]
+
+    async def waits_for_thread(self, key: str) -> None:
+        """Its card event is queued and says it waits for the thread's running turn."""
+        def waiting(message: Any) -> bool:
+            if message.data["contentType"] != CT_TASK:
+                return False
+            card = json.loads(message.data["choices"][0]["delta"]["content"])
+            return bool(card["status"] == "queued" and any(
+                w["kind"] == THREAD_BUSY for w in card["warnings"]))
+        await read_events(self.redis, SESSION, key, timeout=60, until=waiting)
 
     async def cancel(self, key: str) -> None:
         assert (await self.client.cancel_task(key, SESSION, reason="user stop")).success
@@ -119,7 +159,9 @@ class GatewaySide:
         final = [e for e in events if e.event_type == "finalAnswer"]
         text = final[0].data["choices"][0]["delta"]["content"] if final else None
         ends = [e for e in events if e.event_type == "appStreamResponse"]
-        return Outcome(str(record.get("status", "")).lower(), text, len(ends))
+        turn = (ends[-1].metadata or {}).get("turnId") if ends else None
+        return Outcome(str(record.get("status", "")).lower(), text, len(ends),
+                       (record.get("error") or {}).get("code"), turn)
 
 
 @dataclass
@@ -217,3 +259,53 @@ async def test_shutdown_interrupts_a_running_turn_on_an_app_server_the_daemon_do
     assert outcome.status == "cancelled" and outcome.deliveries == 1
     # The listener outlives the daemon: only a turn/interrupt ends the model stream.
     await _interrupt_closed_the_stream(world.model, codex_features)
+
+
+async def test_a_follow_up_of_a_running_turn_waits_without_a_slot_then_runs_its_own_turn(
+    world: World,
+) -> None:
+    # Two slots: the held turn takes one; a waiting follow-up that kept the other would
+    # leave none for the new task below.
+    first = await _hung_turn(world, "msg-held")
+    world.model.enqueue(sm.text_reply("new thread done"), sm.text_reply("follow-up done"))
+    thread, turn = await world.side.refs(first)
+    follow_up = await world.side.submit("and then this", world.workdir, "msg-follow",
+                                        codexThreadRef=thread)
+    await world.side.waits_for_thread(follow_up)
+    other = await world.side.submit("something else", world.workdir, "msg-other")
+    assert (await world.side.outcome(other)).text == "new thread done"
+    assert world.model.requests[0].stream_end == "pending"  # the held turn still runs
+    world.model.release()
+    held, followed = await world.side.outcome(first), await world.side.outcome(follow_up)
+    assert held.status == followed.status == "completed", (held, followed)
+    assert followed.text == "follow-up done" and held.turn == turn
+    assert followed.turn and followed.turn != turn  # its own turn, not folded into the held one
+
+
+async def test_a_follow_up_still_waiting_after_the_approval_timeout_fails_thread_busy(
+    world: World,
+) -> None:
+    world.daemon.runs.thread_wait_s = THREAD_WAIT_S
+    first = await _hung_turn(world, "msg-busy")
+    thread, _ = await world.side.refs(first)
+    follow_up = await world.side.submit("and then this", world.workdir, "msg-late",
+                                        codexThreadRef=thread)
+    outcome = await world.side.outcome(follow_up)
+    assert (outcome.status, outcome.error_code, outcome.deliveries) == ("failed", THREAD_BUSY, 1)
+    assert len(world.model.requests) == 1  # it never reached codex
+    world.model.release()
+    assert (await world.side.outcome(first)).status == "completed"
+
+
+# A steer into a hung response: a codex before 0.169 holds it until the response ends.
+@pytest.mark.codex_feature("immediate_steer")
+async def test_a_steer_joins_the_running_turn_instead_of_waiting_for_it(world: World) -> None:
+    first = await _hung_turn(world, "msg-steered")
+    world.model.enqueue(sm.text_reply("steered answer"))
+    thread, turn = await world.side.refs(first)
+    steer = await world.side.submit("focus on the tests", world.workdir, "msg-steer",
+                                    codexThreadRef=thread, targetCodexTurnId=turn)
+    steered, held = await world.side.outcome(steer), await world.side.outcome(first)
+    assert (steered.status, steered.text, steered.turn) == ("completed", "steered answer", turn), steered
+    assert held.status == "completed" and held.turn == turn
+    assert "focus on the tests" in world.model.requests[-1].input_texts()

@@ -97,13 +97,13 @@ class DaemonOnCodex:
 
 @contextlib.asynccontextmanager
 async def gateway_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
-                           redis_url: str) -> AsyncIterator[Gateway]:
+                           redis_url: str, max_concurrent: int = 1) -> AsyncIterator[Gateway]:
     """A gateway worker on the real runner and codex, serving ``AGENT`` until the block ends."""
     config = make_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
                                                         "workspaces": [str(workdir)]})
     async with AppServer.from_config(config, codex_home=codex_home) as app:
         gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-approvals",
-                          redis_url=redis_url, max_concurrent=1, timing=GATEWAY_TIMING, retry=FAST_POLICY)
+                          redis_url=redis_url, max_concurrent=max_concurrent, timing=GATEWAY_TIMING, retry=FAST_POLICY)
         ready = asyncio.Event()
         async with asyncio.TaskGroup() as tg:
             job = tg.create_task(gateway.run(ready))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -126,3 +128,23 @@ def test_default_workdir_and_the_approval_cap_default_safely(tmp_path: Path) -> 
     assert config.default_workdir == tmp_path
     assert config.codex.max_approval_policy == "on-request"
     assert config.workspaces_listed is False
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:9464", "192.168.1.5:9464", "[::]:9464", "metrics.example.com:9464"])
+def test_metrics_listen_on_anything_but_loopback_is_a_config_error(listen: str) -> None:
+    with pytest.raises(ConfigError, match=r"metrics\.listen .*not loopback"):
+        load_config(overrides={"metrics.listen": listen}, environ={})
+
+
+@pytest.mark.parametrize(("listen", "parsed"), [("127.0.0.1:9464", ("127.0.0.1", 9464)),
+                                                ("[::1]:9464", ("::1", 9464)),
+                                                ("localhost:1", ("localhost", 1))])
+def test_metrics_listen_takes_a_loopback_address_and_port(listen: str, parsed: tuple[str, int]) -> None:
+    assert load_config(environ={"BOSS_METRICS_LISTEN": listen}).metrics_listen == parsed
+
+
+def test_without_metrics_listen_the_daemon_never_imports_prometheus_client() -> None:
+    """Idle cost: a quiet device does not pay for the metrics library it does not use."""
+    code = ("import sys, boss_agent.daemon.runtime, boss_agent.sources.gateway, boss_agent.cli.app; "
+            "sys.exit('prometheus_client' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0

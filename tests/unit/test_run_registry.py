@@ -74,8 +74,8 @@ class RaisingRunner:
 
 
 async def test_a_runner_that_raises_becomes_a_failed_internal_error_result() -> None:
-    result = await RunRegistry.call_runner(RaisingRunner(), Task("t1", "hi"), None,  # type: ignore[arg-type]
-                                           asyncio.Event())
+    result = await RunRegistry(Slots(1)).call_runner(Run("boss", "t1"), RaisingRunner(),
+                                                     Task("t1", "hi"), None)  # type: ignore[arg-type]
     assert (result.status, result.error_code) == ("failed", "internal_error")
     assert result.error_message == "RuntimeError"  # the class name only, never the message
 
@@ -111,3 +111,64 @@ async def test_threads_are_published_in_order_in_the_background_and_a_failure_is
     await eventually(lambda: len(fleet.calls) == 2)
     await eventually(lambda: "could not publish a thread to the fleet (ConnectionError)" in caplog.text)
     assert fleet.calls == [("started", "thr", "turn"), ("ended", "thr", "turn")]
+
+
+class ThreadRunner:
+    """Holds each task's turn until ``release[task_id]`` is set; records the order run."""
+
+    def __init__(self) -> None:
+        self.release: dict[str, asyncio.Event] = {}
+        self.ran: list[str] = []
+
+    async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        self.ran.append(task.task_id)
+        await self.release.setdefault(task.task_id, asyncio.Event()).wait()
+        return TaskResult("completed", codex_thread_ref=task.codex_thread_ref)
+
+
+class CardSink:
+    def __init__(self) -> None:
+        self.cards: list[object] = []
+
+    async def progress(self, card: object) -> None:
+        self.cards.append(card)
+
+
+def _running(runs: RunRegistry, runner: ThreadRunner, task: Task) -> tuple[Run, asyncio.Task[TaskResult]]:
+    holds = runs.slots.try_acquire()
+    run = runs.register(Run("boss", task.task_id, holds_slot=holds))
+    job = asyncio.create_task(runs.call_runner(run, runner, task, CardSink()))  # type: ignore[arg-type]
+    return run, job
+
+
+async def test_a_follow_up_of_a_held_thread_waits_without_its_slot_and_runs_after_it() -> None:
+    runs, runner = RunRegistry(Slots(2)), ThreadRunner()
+    first, first_job = _running(runs, runner, Task("t1", "a", codex_thread_ref="thr"))
+    await eventually(lambda: runner.ran == ["t1"], BOUND_S)
+    second, second_job = _running(runs, runner, Task("t2", "b", codex_thread_ref="thr"))
+    await eventually(lambda: second.waiting, BOUND_S)
+    assert not second.holds_slot and runs.slots.used == 1 and runs.waiting("boss") == 1
+    steer, steer_job = _running(runs, runner, Task("t3", "c", codex_thread_ref="thr", target_turn_id="u1"))
+    await eventually(lambda: runner.ran == ["t1", "t3"], BOUND_S)  # a steer joins at once
+    runner.release["t1"].set()
+    await first_job
+    runs.finish(first)
+    await eventually(lambda: runner.ran == ["t1", "t3", "t2"], BOUND_S)
+    assert second.holds_slot and not second.waiting
+    for task_id in ("t2", "t3"):
+        runner.release[task_id].set()
+    assert (await second_job).status == (await steer_job).status == "completed"
+
+
+async def test_a_follow_up_waiting_too_long_fails_thread_busy_and_one_cancelled_ends_at_once() -> None:
+    runs, runner = RunRegistry(Slots(2), thread_wait_s=0.05), ThreadRunner()
+    _running(runs, runner, Task("t1", "a", codex_thread_ref="thr"))
+    await eventually(lambda: runner.ran == ["t1"], BOUND_S)
+    _, late = _running(runs, runner, Task("t2", "b", codex_thread_ref="thr"))
+    assert ((await late).status, (await late).error_code) == ("failed", "thread_busy")
+    runs.thread_wait_s = 60.0
+    waiting, job = _running(runs, runner, Task("t3", "c", codex_thread_ref="thr"))
+    await eventually(lambda: waiting.waiting, BOUND_S)
+    waiting.request_cancel("user stop")
+    assert (await job).status == "cancelled"
+    assert runner.ran == ["t1"]  # neither reached the runner

@@ -244,3 +244,15 @@ async def test_a_follow_up_codex_will_not_give_the_limits_of_now_fails_and_nothi
     assert (result.status, result.error_code) == ("failed", "thread_limits_unenforceable")
     assert [method for method, _ in app.codex.calls].count("turn/start") == 1  # only the first task's
 
+
+async def test_an_answer_over_1_mib_is_cut_with_a_marker(runner: Runner, app: MemoryAppServer) -> None:
+    from boss_agent.progress.bounds import MAX_RESULT_BYTES, RESULT_CUT_MARKER
+
+    async def script(turn: FakeTurn) -> None:
+        await turn.say("word " * (MAX_RESULT_BYTES // 4))  # 1.25 MiB
+
+    app.codex.enqueue(script)
+    result = await _run(runner, _task("t-huge"), Sink())
+    assert result.status == "completed" and result.result_text.endswith(RESULT_CUT_MARKER)
+    assert len(result.result_text.encode()) <= MAX_RESULT_BYTES
+    assert result.result_text.startswith("word word")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from boss_agent.runner.approval_requests import describe
-from boss_agent.runner.tool_identity import ToolIdentity, tool_identity
+from boss_agent.progress.approval_view import build
+from boss_agent.progress.tool_identity import ToolIdentity, tool_identity
 
 ELICITATION = "mcpServer/elicitation/request"
 V150 = {"serverName": "cua", "mode": "form", "message": 'Allow the cua MCP server to run tool "click"?',
@@ -36,8 +36,12 @@ def test_an_older_codex_gives_the_name_from_its_message_and_no_risk() -> None:
     assert tool_identity({**V150, "message": "Allow it?"}) == ToolIdentity(None, None, None)
 
 
-def test_a_tool_whose_risk_codex_does_not_say_is_high_not_medium() -> None:
-    assert describe(ELICITATION, V150, "/w") == ("permissions", "Use the cua tool click", "high")
-    assert describe(ELICITATION, _v171(), "/w")[2] == "medium"
-    assert describe(ELICITATION, _v171(destructiveHint=True), "/w")[2] == "high"
-    assert describe(ELICITATION, _v171(readOnlyHint=True), "/w")[2] == "low"
+def _shown(params: dict[str, Any]) -> tuple[str, str, str]:
+    view = build(ELICITATION, params, workdir="/w")
+    return view.kind, view.summary, view.risk
+
+
+def test_a_tool_whose_risk_codex_does_not_say_is_high_and_is_named() -> None:
+    assert _shown(V150) == ("permissions", "Use the cua tool click", "high")
+    assert _shown(_v171(destructiveHint=True))[2] == "high"
+    assert _shown(_v171(readOnlyHint=True))[2] == "medium"  # an MCP server runs outside the sandbox

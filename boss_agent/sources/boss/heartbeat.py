@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from boss_agent import metrics
 from boss_agent.aio import periodic
 from boss_agent.errors import BossAgentError, Unauthorized
 from boss_agent.timefmt import utc_now
@@ -66,6 +67,7 @@ class HeartbeatLoop:
             return
         self.count += 1
         self.last = {"at": utc_now(), "ok": True, "error": None}
+        metrics.heartbeat_succeeded()
         self.interval_s = clamp_interval_s(answer.get("heartbeatIntervalMs"), self.interval_s)
         cancels = answer.get("cancelTaskIds")
         for task_id in cancels if isinstance(cancels, list) else ():

@@ -10,6 +10,10 @@ it runs). ``close`` sends the final card (if it was not the last one sent) befor
 ``cancelRequested: true`` sets the task's cancel event. Once the runner names the
 live thread and turn (``set_refs``), every upload carries them too, and
 learning them is itself a change worth an upload: the app steers with them.
+
+A ``413`` (the server refuses the body's size) is answered at once with the same card
+trimmed to a smaller budget (``TRIM_BUDGETS``, device API §5), and the task keeps the
+smallest budget its server took for the rest of its uploads.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import logging
 import time
 from typing import Any
 
-from boss_agent.errors import BossAgentError, TaskGone, Unauthorized
+from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
+from boss_agent.progress.bounds import fit_wire
 from boss_agent.progress.card import Card
 from boss_agent.sources.boss.api import BossApi
 
@@ -30,6 +35,14 @@ MAX_UPLOADS_PER_S = 4.0  # a phone redraws a card a few times a second at most
 MIN_UPLOAD_INTERVAL_S = 1.0 / MAX_UPLOADS_PER_S
 
 CardState = Card | dict[str, Any]  # the runner's live card, or the result's final wire dict
+TOO_LARGE = 413
+# Card budgets to resend with after a 413, each a quarter of the one before: a server
+# that refuses 256 KiB takes a 64 KiB card, and 4 KiB is a card with its lists emptied.
+TRIM_BUDGETS = (64 * 1024, 16 * 1024, 4 * 1024)
+
+
+def too_large(exc: BaseException) -> bool:
+    return isinstance(exc, BossApiError) and exc.status == TOO_LARGE
 
 
 def wire_card(card: CardState) -> dict[str, Any]:
@@ -52,6 +65,7 @@ class ProgressUploader:
         self._dirty = asyncio.Event()
         self._closed = asyncio.Event()
         self._gone = False
+        self._budget: int | None = None  # after a 413: the card budget this server takes
 
     def update(self, card: CardState) -> None:
         """Remember the newest card; cheap, never blocks."""
@@ -92,10 +106,25 @@ class ProgressUploader:
             if self._closed.is_set() and not self._dirty.is_set():
                 return
 
+    async def _send(self, card: CardState, refs: dict[str, str]) -> dict[str, Any]:
+        """One upload; on a 413 the same card again, trimmed to the next budget."""
+        wire = wire_card(card)
+        smaller = [b for b in TRIM_BUDGETS if self._budget is None or b < self._budget]
+        while True:
+            body = wire if self._budget is None else fit_wire(wire, self._budget)
+            try:
+                return await self.api.progress(self.task_id, self.seq, body, refs)
+            except BossApiError as exc:
+                if not too_large(exc) or not smaller:
+                    raise
+                self._budget = smaller.pop(0)
+                logger.info("the server refused a progress card of task %s as too large; "
+                            "resending it trimmed to %d KiB", self.task_id, self._budget // 1024)
+
     async def _upload(self, card: CardState, refs: dict[str, str]) -> None:
         self.seq += 1
         try:
-            answer = await self.api.progress(self.task_id, self.seq, wire_card(card), refs)
+            answer = await self._send(card, refs)
         except TaskGone:
             logger.warning("task %s was taken away by the server; stopping it", self.task_id)
             self._gone = True

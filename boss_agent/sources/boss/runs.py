@@ -50,13 +50,14 @@ class BossTaskSink:
 
     def __init__(self, task: Task, uploader: ProgressUploader, approvals: RemoteApprovals,
                  cancel: asyncio.Event, journaled: asyncio.Future[None] | None = None,
-                 registry: RunRegistry | None = None) -> None:
+                 registry: RunRegistry | None = None, run: Run | None = None) -> None:
         self.task = task
         self.uploader = uploader
         self.approvals = approvals
         self.cancel = cancel
         self.journaled = journaled
         self.registry = registry
+        self.run = run
 
     async def ready_to_run(self) -> None:
         """Optional sink method: the running journal's record is on disk before Codex acts."""
@@ -77,6 +78,8 @@ class BossTaskSink:
         to the fleet, when a gateway runs beside this source)."""
         self.uploader.set_refs(thread_ref, turn_id)
         if self.registry is not None:
+            if self.run is not None:
+                self.registry.turn_started(self.run, thread_ref)
             self.registry.publish_turn(thread_ref, turn_id)
 
 
@@ -110,8 +113,9 @@ class TaskRuns:
 
     @property
     def turns_running(self) -> int:
-        """Runs that hold (or wait for) a slot: turns a steer could join."""
-        return self.registry.count(SOURCE) - len(self.steers)
+        """Runs that hold (or wait for) a slot: turns a steer could join. A run waiting
+        for its thread's running turn holds none and waits for none."""
+        return self.registry.count(SOURCE) - len(self.steers) - self.registry.waiting(SOURCE)
 
     def running_ids(self) -> list[str]:
         return self.registry.ids(SOURCE)
@@ -180,7 +184,7 @@ class TaskRuns:
                    needs_slot: bool = True) -> None:
         cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
-        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled, self.registry)
+        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled, self.registry, run)
         result: TaskResult | None = None
         try:
             if needs_slot and not run.holds_slot:
@@ -189,7 +193,7 @@ class TaskRuns:
                 uploads = tg.create_task(uploader.run())
                 try:
                     may_run = run.holds_slot or not needs_slot
-                    result = await self._execute(task, sink, cancel) if may_run else TaskResult(
+                    result = await self._execute(task, sink, run) if may_run else TaskResult(
                         status="cancelled", error_code="cancelled",
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
@@ -227,8 +231,8 @@ class TaskRuns:
             logger.info("final progress upload of task %s did not finish in time", task_id)
             uploads.cancel()
 
-    async def _execute(self, task: Task, sink: BossTaskSink, cancel: asyncio.Event) -> TaskResult:
+    async def _execute(self, task: Task, sink: BossTaskSink, run: Run) -> TaskResult:
         logger.info("task %s started (%s)", task.task_id, task.intent)
-        result = await self.registry.call_runner(self.runner, task, sink, cancel)
+        result = await self.registry.call_runner(run, self.runner, task, sink)
         logger.info("task %s finished: %s", task.task_id, result.status)
         return result

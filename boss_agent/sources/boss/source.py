@@ -121,7 +121,7 @@ class BossSource:
         return {"paired": self.paired, "serverUrl": self.identity.server_url,
                 "deviceId": self.identity.device_id, "state": self.state(),
                 "runningTaskIds": self.runs.running_ids(), "spooledReports": len(self.spool),
-                "spoolDegraded": self.spool_degraded,
+                "spoolDegraded": self.spool_degraded, "spoolRefused": self.flusher.status(),
                 "lastHeartbeat": self.heartbeat.last}
 
     # ----------------------------------------------------------------- loops

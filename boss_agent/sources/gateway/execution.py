@@ -211,8 +211,7 @@ class Execution:
         self._forced = False
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
-        if shared.fleet is not None:
-            self.sink.on_turn = shared.fleet.turn_started
+        self.sink.on_turn = self._turn_started
 
     @property
     def message_id(self) -> str:
@@ -269,8 +268,9 @@ class Execution:
 
     async def _call_runner(self) -> TaskResult:
         try:
-            return await self.shared.runs.call_runner(self.shared.runner, self.task, self.sink,
-                                                      self.cancel)
+            return await self.shared.runs.call_runner(
+                self.handle, self.shared.runner, self.task, self.sink,
+                agent_type=self.reporter.publisher.ctx.agent_type)
         except asyncio.CancelledError:
             if not self._forced:
                 raise
@@ -290,6 +290,12 @@ class Execution:
         if not runner.done():
             self._forced = True
             runner.cancel()
+
+    async def _turn_started(self, thread_ref: str, turn_id: str) -> None:
+        """The turn's thread is this run's (one run per thread), then the fleet's to route."""
+        self.shared.runs.turn_started(self.handle, thread_ref)
+        if self.shared.fleet is not None:
+            await self.shared.fleet.turn_started(thread_ref, turn_id)
 
     async def _report(self, result: TaskResult) -> None:
         await self.sink.flush()

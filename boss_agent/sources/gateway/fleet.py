@@ -5,9 +5,15 @@ a follow-up or a steer must reach that device. Each worker publishes:
 
 - ``registry:thread:{codexThreadRef}`` → its worker id, for every thread it holds,
   with the lease's TTL and refreshed with the lease (a dead worker's keys vanish
-  with its lease). The list of held threads is also kept in
-  ``registry:worker:threads:{worker_id}`` (7 days, like sessions), so a restarted
-  worker with the same id publishes them again.
+  with its lease). The set of held threads is also published in
+  ``registry:worker:threads:{worker_id}`` (7 days, like sessions), rewritten whole
+  at each refresh.
+
+Only threads this worker ran are held, and never without bound: at most
+``MAX_HELD_THREADS``, the least recently used going first, and a thread unused for
+``HELD_THREAD_IDLE_S`` is let go. The list a restarted worker publishes again comes
+from its own state dir (``held_threads_file``), never from Redis, where any client
+could plant ids.
 - ``registry:turn:{turnId}`` → its worker id while that turn runs (a steer names
   only the turn).
 - ``projects`` (ids only, never paths) in its lease record.
@@ -27,15 +33,19 @@ project routing keeps working); one that lists projects takes only those.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
+from boss_agent.identity import write_atomic
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
 from boss_agent.sources.gateway.probe import group_pending
@@ -44,6 +54,19 @@ logger = logging.getLogger(__name__)
 
 THREAD_NOT_FOUND = "thread_not_found"
 PROJECT_NOT_FOUND = "project_not_found"
+# Every lease refresh (5 s) re-sets one key per held thread: a thousand SETs in one
+# pipeline is a few ms for Redis and for us, and more threads than that on one device
+# have mostly not been continued for long.
+MAX_HELD_THREADS = 1_000
+# A thread nobody continued for a week is let go: by then its session stream and
+# execution records have expired in Redis too (keys.SESSION_TTL_S).
+HELD_THREAD_IDLE_S = float(keys.SESSION_TTL_S)
+HELD_THREADS_DIR = "gateway"  # under the state dir: threads-<worker id>.json
+
+
+def held_threads_file(state_dir: Path, worker_id: str) -> Path:
+    """Where a worker keeps the threads it ran, for its next start."""
+    return state_dir / HELD_THREADS_DIR / f"threads-{worker_id}.json"
 
 
 def lease_projects(raw: Any) -> set[str]:
@@ -60,14 +83,23 @@ class Fleet:
     """This worker's threads, live turns and projects, and the routing built on them."""
 
     def __init__(self, shared: Shared, lease_ttl_s: int, projects: Iterable[str] = (),
-                 agent_streams: Iterable[str] = ()) -> None:
+                 agent_streams: Iterable[str] = (), store: Path | None = None, *,
+                 max_threads: int = MAX_HELD_THREADS, idle_s: float = HELD_THREAD_IDLE_S,
+                 clock: Callable[[], float] = time.time) -> None:
         self.shared = shared
         self.redis: aioredis.Redis = shared.redis
         self.worker_id = shared.worker_id
         self.lease_ttl_s = lease_ttl_s
         self.projects: frozenset[str] = frozenset()
         self.set_projects(projects)
-        self.threads: set[str] = set()
+        # Held thread -> when it was last used (clock seconds), least recent first.
+        self.threads: dict[str, float] = {}
+        self.store = store  # the file that carries them to the next start; None: memory only
+        self.max_threads = max_threads
+        self.idle_s = idle_s
+        self.clock = clock
+        self._stored: frozenset[str] | None = None  # the threads the file holds, when known
+        self._store_lock = asyncio.Lock()  # one write at a time (write_atomic's temp name)
         self.turns: dict[str, str] = {}  # live turn id -> its thread
         self._own_stream = keys.worker_stream(self.worker_id)
         self._agent_streams = tuple(agent_streams)
@@ -88,26 +120,77 @@ class Fleet:
 
     # --- publishing ---------------------------------------------------------------------
     async def start(self) -> None:
-        """Take back the threads an earlier process with this worker id held."""
-        try:
-            held = await self.redis.smembers(keys.held_threads(self.worker_id))
-        except ResponseError as exc:  # someone wrote another type there: start without it
-            logger.warning("the set of held threads is unreadable (%s)", exc)
-            held = set()
-        self.threads.update(t for t in map(keys.text, held) if keys.valid_id(t))
+        """Take back the threads an earlier process with this worker id ran (from its
+        own file: the set in Redis is only published, never trusted)."""
+        loaded = await asyncio.to_thread(self._load) if self.store is not None else {}
+        for thread, used in sorted(loaded.items(), key=lambda kv: kv[1]):
+            self.threads[thread] = used
+        self._stored = frozenset(self.threads)
         await self.refresh()
+
+    def _load(self) -> dict[str, float]:
+        assert self.store is not None
+        try:
+            data = json.loads(self.store.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            logger.warning("the file of held threads is unreadable (%s); starting without it",
+                           type(exc).__name__)
+            return {}
+        threads = data.get("threads") if isinstance(data, dict) else None
+        if not isinstance(threads, dict):
+            return {}
+        held = {t: float(u) for t, u in threads.items()
+                if keys.valid_id(t) and isinstance(u, (int, float)) and not isinstance(u, bool)}
+        newest = sorted(held.items(), key=lambda kv: kv[1])[-self.max_threads:]
+        return dict(newest)
+
+    def _forget_idle(self) -> None:
+        """Let go of the threads unused for ``idle_s`` (never one with a live turn)."""
+        cutoff = self.clock() - self.idle_s
+        live = set(self.turns.values())
+        for thread, used in list(self.threads.items()):
+            if used >= cutoff:
+                break  # least recent first: the rest were used later
+            if thread not in live:
+                del self.threads[thread]
+
+    async def _save(self, *, used: bool = False) -> None:
+        """Write the held threads to the store: after a use (``used``: a task started
+        or ended, a few writes per task), else only when the set changed."""
+        if self.store is None or (not used and frozenset(self.threads) == self._stored):
+            return
+        async with self._store_lock:
+            snapshot = dict(self.threads)
+            data = json.dumps({"version": 1, "threads": snapshot}, separators=(",", ":")).encode()
+            try:
+                await asyncio.to_thread(self._write, data)
+            except OSError as exc:  # a full disk costs the next start these threads, not the worker
+                logger.warning("cannot write the file of held threads (%s)", exc.strerror)
+                return
+            self._stored = frozenset(snapshot)
+
+    def _write(self, data: bytes) -> None:
+        assert self.store is not None
+        self.store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(self.store, data)
 
     async def refresh(self) -> None:
         """Re-set every key this worker publishes; called with each lease refresh."""
+        self._forget_idle()
         pipe = self.redis.pipeline(transaction=False)
         for thread in self.threads:
             pipe.set(keys.thread_holder(thread), self.worker_id, ex=self.lease_ttl_s)
-        if self.threads:  # rebuilt here too, in case Redis lost its data
+        # Rewritten whole: ids another client added there are not ours to publish.
+        pipe.delete(keys.held_threads(self.worker_id))
+        if self.threads:
             pipe.sadd(keys.held_threads(self.worker_id), *self.threads)
             pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)
         for turn in self.turns:
             pipe.set(keys.turn_holder(turn), self.worker_id, ex=self.lease_ttl_s)
         await _execute(pipe)
+        await self._save()
         await self._count_pending()
 
     async def _count_pending(self) -> None:
@@ -125,14 +208,33 @@ class Fleet:
         await self.redis.set(keys.turn_holder(turn_id), self.worker_id, ex=self.lease_ttl_s)
 
     async def hold(self, thread_ref: str | None) -> None:
+        """A thread this worker ran: held (most recently used), published, and stored."""
         if not thread_ref or not keys.valid_id(thread_ref):
             return
-        self.threads.add(thread_ref)
+        self.threads.pop(thread_ref, None)
+        self.threads[thread_ref] = self.clock()
+        dropped = self._over_cap()
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(keys.thread_holder(thread_ref), self.worker_id, ex=self.lease_ttl_s)
         pipe.sadd(keys.held_threads(self.worker_id), thread_ref)
+        if dropped:
+            pipe.srem(keys.held_threads(self.worker_id), *dropped)
         pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)
         await _execute(pipe)
+        await self._save(used=True)
+
+    def _over_cap(self) -> list[str]:
+        """Past ``max_threads``, the least recently used go (never one with a live turn);
+        their keys expire with the lease TTL."""
+        dropped: list[str] = []
+        live = set(self.turns.values())
+        for thread in list(self.threads):
+            if len(self.threads) <= self.max_threads:
+                break
+            if thread not in live:
+                del self.threads[thread]
+                dropped.append(thread)
+        return dropped
 
     async def task_ended(self, thread_ref: str | None, turn_id: str | None) -> None:
         """The turn is over (the thread stays held: its rollout is on this device)."""

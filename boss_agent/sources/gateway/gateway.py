@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from collections.abc import Iterable
 from typing import Any, cast
 
-import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 from redis.typing import KeyT, StreamIdT
 
+from boss_agent import metrics
 from boss_agent.config import Config
 from boss_agent.errors import (
     BadCommand,
@@ -54,6 +55,7 @@ from boss_agent.errors import (
 )
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.gateway import keys, wire
+from boss_agent.sources.gateway.connect import redis_client
 from boss_agent.sources.gateway.execution import (
     SOURCE,
     Entry,
@@ -62,7 +64,7 @@ from boss_agent.sources.gateway.execution import (
     Shared,
     classify_start,
 )
-from boss_agent.sources.gateway.fleet import Fleet
+from boss_agent.sources.gateway.fleet import Fleet, held_threads_file
 from boss_agent.sources.gateway.reclaim import Reclaimer
 from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
@@ -89,7 +91,7 @@ class Gateway:
     def __init__(self, config: Config, runner: TaskRunner, *, worker_id: str,
                  redis_url: str | None = None, max_concurrent: int,
                  timing: GatewayTiming | None = None, retry: RedisRetry | None = None,
-                 runs: RunRegistry | None = None) -> None:
+                 runs: RunRegistry | None = None, state_dir: Path | None = None) -> None:
         if not keys.valid_id(worker_id):
             raise ConfigError("gateway.worker_id: only letters, digits, '_', '.', '-' (≤128)")
         agent_types = tuple(config.gateway.agent_types)
@@ -102,16 +104,19 @@ class Gateway:
         self.max_concurrent = max_concurrent
         self.timing = timing or GatewayTiming()
         self.group = config.gateway.consumer_group
-        self.redis = aioredis.Redis.from_url(
-            redis_url or config.gateway.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+        self.redis = redis_client(
+            config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
-        self.runs = runs if runs is not None else RunRegistry(Slots(max_concurrent))
+        self.runs = runs if runs is not None else RunRegistry(
+            Slots(max_concurrent), thread_wait_s=config.codex.approval_timeout_s)
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
                              worker_id, self.group, runner, self.runs, agent_types[0])
         self.reclaimer = Reclaimer(self.shared, self.timing.reclaim_idle_ms, self._dispatch)
         self._agent_streams = [keys.agent_type_stream(t) for t in agent_types]
+        # With a state dir the threads this worker ran outlive a restart (fleet.py).
+        store = held_threads_file(state_dir, worker_id) if state_dir is not None else None
         self.fleet = self.shared.fleet = Fleet(self.shared, self.timing.lease_ttl_s,
-                                               config.projects, self._agent_streams)
+                                               config.projects, self._agent_streams, store)
         self._control_stream = keys.worker_stream(worker_id)
         self._tg: asyncio.TaskGroup | None = None
         self._task_reader: asyncio.Task[None] | None = None
@@ -341,6 +346,7 @@ class Gateway:
 
     async def _poison(self, entry: Entry, exc: BadCommand) -> None:
         self.shared.stats["poison"] += 1
+        metrics.gateway_poison()
         logger.warning("poison entry on %s acked as failed: %s", entry.stream, exc)
         header = exc.header if isinstance(exc.header, wire.Header) else None
         if header is not None:

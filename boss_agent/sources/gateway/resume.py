@@ -6,6 +6,11 @@ forwards it to the holder's stream while the holder's lease is alive. A task
 suspended on a worker that is gone can never resume (its Codex turn died with it):
 it is reported FAILED ``agent_restarted`` and its stream closed.
 
+A RESUME answers a form only in the task's own session (the ``session_id`` of the
+ASK that created the task) and only by the rules of ``GatewaySink.resume``; any other
+is dropped: acked, counted ``resume_dropped`` and logged once at info, with the
+reason and never the payload.
+
 A CANCEL_TASK sets the task's cancel event (a suspended task wakes up, declines
 its open approval and ends CANCELLED). A cancel that arrives while the ASK is still
 being claimed is remembered and applied the moment the task exists.
@@ -57,16 +62,17 @@ async def route_resume(runs: RunRegistry, shared: Shared, command: wire.Resume,
     header = command.header
     run = runs.get(SOURCE, header.message_id)
     if run is not None:
-        if not run.owner.sink.resume(command):
+        if header.session_id != run.owner.ask.header.session_id:
+            _drop(shared, "it is not from the task's own session")
+        elif (why := run.owner.sink.resume(command, entry.entry_id)) is not None:
             # A double tap, a client retry, or an answer to a withdrawn form: never the next one.
-            logger.warning("RESUME for a form that is not open; dropped")
-            shared.stats["resume_dropped"] += 1
+            _drop(shared, why)
         await shared.ack(entry)
         return
     record = await shared.records.find(header.session_id, header.message_id, "WAITING_USER") or {}
     owner = str(record.get("worker_id") or "")
     if not record:
-        logger.warning("RESUME for a task that is not suspended; dropped")
+        _drop(shared, "no task of that session is suspended")
     elif owner and owner != shared.worker_id and await worker_online(shared.redis, owner):
         payload: keys.StreamFields = {"data": json.dumps(_command_dict(command))}
         await shared.policy.call("forward", shared.redis.xadd, keys.worker_stream(owner), payload)
@@ -74,6 +80,11 @@ async def route_resume(runs: RunRegistry, shared: Shared, command: wire.Resume,
     else:
         await _close_lost_task(shared, record, header.session_id, header.message_id, "FAILED", "")
     await shared.ack(entry)
+
+
+def _drop(shared: Shared, why: str) -> None:
+    logger.info("RESUME dropped: %s", why)  # never the payload: it may carry answers
+    shared.stats["resume_dropped"] += 1
 
 
 def _command_dict(command: wire.Resume) -> dict[str, Any]:

@@ -7,10 +7,16 @@ unsent one), retrying through outages with the gateway's policy. ``request_appro
 sends the SDK's ask-user form, suspends the task (the execution marks it
 WAITING_USER and acks its entry) and waits for a RESUME or a cancel.
 
-Every form carries ``formId`` (the approval id). A RESUME naming another form, or
-none while no form is open, is dropped (the caller counts it): a double tap or a
-client retry can never answer the task's next question. When Codex stops waiting
-the form is announced withdrawn (``formStatus`` 2) and RESUMEs for it are dropped.
+Every form carries ``formId`` (the approval id). Only a RESUME naming the open,
+unanswered form's ``formId`` can accept it. Without ``formId`` (a plain string, a
+``reply_data`` with no ``formId``) a RESUME may only decline, cancel or answer a
+user-input question, and only if the open form was published (its event's stream
+entry id) before the RESUME's control-stream entry id: both ids come from the one
+Redis clock, so a double tap or a client retry that arrives after the next form
+appeared can never answer it, and nothing unnamed ever runs a command. A RESUME
+naming another form, or any while no form is open, is dropped (the caller counts
+it). When Codex stops waiting the form is announced withdrawn (``formStatus`` 2) and
+RESUMEs for it are dropped.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import redis.asyncio as aioredis
 
 from boss_agent.aio import race
 from boss_agent.jsonshape import obj
-from boss_agent.progress.card import Artifact, Card, answer_preview
-from boss_agent.redact import sanitize_text
+from boss_agent.progress.card import Artifact, Card, answer_stream
+from boss_agent.redact import StreamRedactor
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RedisRetry
+from boss_agent.progress.approval_view import text_lines
 from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 logger = logging.getLogger(__name__)
@@ -38,6 +45,9 @@ logger = logging.getLogger(__name__)
 # (to the minute) at half the commands. The first write of every publisher sets it.
 EXPIRE_REFRESH_S = 60.0
 COALESCE_INTERVAL_S = 0.25  # ≤4 card events a second per task: smooth on a phone, light on Redis
+# What a RESUME without formId may still decide (never an accept: it would run what
+# the person may never have seen).
+UNNAMED_DECISIONS = frozenset({"decline", "cancel"})
 _SUB_AGENT_TYPES = {wire.ANSWER_DELTA: wire.REASONING_LOG_DELTA, wire.FINAL_ANSWER: wire.REASONING_LOG_DELTA}
 
 
@@ -63,16 +73,18 @@ class Publisher:
         event["event_type"] = _SUB_AGENT_TYPES.get(event["event_type"], event["event_type"])
         return event
 
-    async def write(self, *events: dict[str, Any]) -> None:
-        batch = [e for e in map(self._adapt, events) if e is not None]
-        if batch:
-            await self.policy.call("event write", self._write, batch)
+    async def write(self, *events: dict[str, Any]) -> list[str | None]:
+        """Write ``events``; their stream entry ids in order (None: not written, by design)."""
+        adapted = [self._adapt(e) for e in events]
+        batch = [e for e in adapted if e is not None]
+        ids = iter(await self.policy.call("event write", self._write, batch) if batch else [])
+        return [next(ids) if e is not None else None for e in adapted]
 
-    async def _write(self, batch: list[dict[str, Any]]) -> None:
+    async def _write(self, batch: list[dict[str, Any]]) -> list[str]:
         expire = time.monotonic() >= self._expire_due
         if len(batch) == 1 and not expire:  # the common streaming case: one round trip, one command
-            await self.redis.xadd(self.stream, {"data": json.dumps(batch[0])},
-                                  maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
+            ids = [await self.redis.xadd(self.stream, {"data": json.dumps(batch[0])},
+                                         maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)]
         else:
             pipe = self.redis.pipeline(transaction=False)
             for event in batch:
@@ -80,25 +92,17 @@ class Publisher:
                           maxlen=keys.DATA_STREAM_MAXLEN, approximate=True)
             if expire:
                 pipe.expire(self.stream, keys.SESSION_TTL_S)
-            await pipe.execute()
+            ids = (await pipe.execute())[:len(batch)]
         if expire:
             self._expire_due = time.monotonic() + EXPIRE_REFRESH_S
         self.written += len(batch)
+        return [keys.text(entry_id) for entry_id in ids]
 
 
 def artifact_names(card: Card) -> list[str]:
     """The card's artifact names as they go on the wire (sanitized)."""
     artifacts = card.to_dict()["artifacts"]
     return [a["name"] for a in artifacts if isinstance(a, dict) and isinstance(a.get("name"), str)]
-
-
-def preview_delta(old: str, new: str) -> str:
-    """The text appended to the answer, given two tail previews (≤500 chars each)."""
-    old, new = old.removeprefix("…"), new.removeprefix("…")
-    for start in range(len(old) + 1):  # the preview is a sliding tail: find the overlap
-        if new.startswith(old[start:]):
-            return new[len(old) - start:]
-    return new  # pragma: no cover - the empty suffix always matches
 
 
 def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str, Any]:
@@ -154,19 +158,15 @@ def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[st
 
 
 def ask_prompt(request: ApprovalRequest) -> str:
-    """The form's text: what is asked, why, and how to answer (all already sanitized)."""
-    info = request.details
-    parts = [f"{request.summary} (risk: {request.risk})."]
-    if info.get("message"):
-        parts.append(str(info["message"]))
-    if info.get("url"):
-        parts.append(f"Open: {info['url']}")
-    if info.get("permissions"):
-        parts.append("Asks for: " + "; ".join(map(str, info["permissions"])) + ".")
-    if info.get("reason"):
-        parts.append(f"Reason: {info['reason']}")
-    parts.append(f"Reply with one of: {', '.join(request.available_decisions)}")
-    return sanitize_text(" ".join(parts), limit=2000)
+    """The form's text: what is asked (the whole §6 detail), why, and how to answer.
+
+    Every part was sanitized where it was built (``approval_view``); sanitizing the text
+    again would shorten the paths and cut the command the person consents to.
+    """
+    lines = text_lines({"summary": request.summary, "risk": request.risk, "detail": request.detail,
+                        **request.details})
+    lines.append(f"Reply with one of: {', '.join(request.available_decisions)}")
+    return "\n".join(lines)
 
 
 class GatewaySink(SinkDefaults):
@@ -188,8 +188,11 @@ class GatewaySink(SinkDefaults):
         self._approval_lock = asyncio.Lock()
         self._pending: tuple[ApprovalRequest, asyncio.Future[wire.Resume]] | None = None
         self._withdrawn: set[str] = set()  # forms already announced withdrawn
+        self._published: dict[str, str] = {}  # form id -> the stream entry id of its open form
         self._explicit_answer = False
-        self._preview = ""
+        self._own_stream: StreamRedactor | None = None  # answer_delta's stream
+        self._stream_origin: object | None = None  # the card's answer stream being sent
+        self._stream_sent = 0  # how much of it went out
         self._status: str | None = None
         self._artifacts: set[str] = set()
         self._artifact_records: tuple[Artifact, ...] = ()
@@ -209,21 +212,32 @@ class GatewaySink(SinkDefaults):
                 if name not in self._artifacts:
                     self._artifacts.add(name)
                     self._push("event", wire.artifact_event(self.ctx, name))
-        # The preview is the answer stream's source: computed per card, but the whole
-        # card is serialized only when the pump writes it (a newer card replaces it).
-        preview = None if self._explicit_answer else answer_preview(card)
-        # The card holds back a half-arrived word while the answer streams, so a
-        # secret never leaves in pieces here either (card.answer_preview).
-        if not self._explicit_answer and isinstance(preview, str):
-            if preview.removeprefix("…") and preview != self._preview:
-                self._push_answer(preview_delta(self._preview, preview))
-                self._preview = preview
+        # The answer stream is the card's answer through the streaming sanitizer: only
+        # text that is final goes out, appended, never sent again. The whole card is
+        # serialized only when the pump writes it (a newer card replaces it).
+        if not self._explicit_answer:
+            self._push_answer(self._stream_news(card))
         self._push("card", card)
 
+    def _stream_news(self, card: Card) -> str:
+        """What the card's answer stream let out since the last card."""
+        stream = answer_stream(card)
+        if stream is None:
+            return ""
+        if stream.origin is not self._stream_origin:  # the next agent message
+            self._stream_origin, self._stream_sent = stream.origin, 0
+        news = stream.sent - self._stream_sent
+        if news <= 0:
+            return ""
+        self._stream_sent = stream.sent
+        return stream.shown[-news:]  # ``shown`` holds at least the last call's output
+
     async def answer_delta(self, text: str) -> None:
-        """Optional sink method: the runner streams answer text itself (preferred)."""
+        """Optional sink method: the runner streams answer text itself (preferred),
+        through the same streaming sanitizer as the card's answer."""
         self._explicit_answer = True
-        self._push_answer(sanitize_text(text, workdir=self._workdir, limit=None))
+        self._own_stream = (self._own_stream or StreamRedactor(self._workdir)).feed(text)
+        self._push_answer(self._own_stream.out)
 
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """Optional sink method: the turn's ids, so a client can steer it while it runs."""
@@ -243,8 +257,9 @@ class GatewaySink(SinkDefaults):
             # outbox at any moment, and whoever answers the form may check the record
             # (a RESUME may land on any worker of the agent type).
             await self._on_suspend()
-            self._push("event", wire.ask_user_event(self.ctx, ask_prompt(request), request.approval_id,
-                                                    request.questions, request.details.get("schema")))
+            self._push("form", (request.approval_id, wire.ask_user_event(
+                self.ctx, ask_prompt(request), request.approval_id, request.questions,
+                request.details.get("schema"))))
             await self.flush()
             cancelled = False
             try:
@@ -271,20 +286,26 @@ class GatewaySink(SinkDefaults):
     def suspended(self) -> bool:
         return self._pending is not None
 
-    def resume(self, command: wire.Resume) -> bool:
-        """Answer the open ask-user form; False (dropped) when the RESUME is not for it.
-
-        With ``formId`` it must name the open, unanswered form; without one it answers
-        the open form only (at most one is open per task).
+    def resume(self, command: wire.Resume, entry_id: str | None = None) -> str | None:
+        """Answer the open ask-user form with ``command``: None when it did, else why it
+        was dropped (the caller counts and logs it). ``entry_id``: the RESUME's
+        control-stream entry id (None: unknown, so a RESUME without formId is dropped).
         """
         if self._pending is None or self._pending[1].done():
-            return False
+            return "no open form"
+        request, future = self._pending
         reply = command.reply_data if isinstance(command.reply_data, dict) else {}
         form_id = reply.get("formId")
-        if form_id is not None and form_id != self._pending[0].approval_id:
-            return False
-        self._pending[1].set_result(command)
-        return True
+        if form_id is None:
+            if not _unnamed_may_decide(decision_of(command, request)):
+                return "no formId: it may not accept"
+            published = self._published.get(request.approval_id)
+            if published is None or entry_id is None or not _earlier(published, entry_id):
+                return "no formId: sent before the open form was published"
+        elif form_id != request.approval_id:
+            return "names another form"
+        future.set_result(command)
+        return None
 
     async def pump(self) -> None:
         """Write the outbox until ``close``; coalesces bursts into one write per interval."""
@@ -300,6 +321,9 @@ class GatewaySink(SinkDefaults):
             await asyncio.sleep(COALESCE_INTERVAL_S)
 
     def close(self) -> None:
+        if self._own_stream is not None and not self._own_stream.done:
+            self._own_stream = self._own_stream.finish()  # the held tail, now final
+            self._push_answer(self._own_stream.out)
         self._closed = True
         self._wake.set()
 
@@ -307,13 +331,19 @@ class GatewaySink(SinkDefaults):
         async with self._drain_lock:  # pump and approval both flush; keep events in order
             batch, self._outbox = self._outbox, []
             events = [self._render(kind, value) for kind, value in batch]
-            await self.publisher.write(*events)
+            ids = await self.publisher.write(*events)
+            for (kind, value), entry_id in zip(batch, ids, strict=True):
+                if kind == "form" and entry_id is not None:
+                    self._published[value[0]] = entry_id
 
     def _render(self, kind: str, value: Any) -> dict[str, Any]:
         if kind == "answer":
             return wire.event(self.ctx, wire.ANSWER_DELTA, value, wire.CT_TEXT)
         if kind == "card":
             return wire.card_event(self.ctx, value.to_dict())  # the newest card, serialized once
+        if kind == "form":
+            form: dict[str, Any] = value[1]
+            return form
         event: dict[str, Any] = value  # already a rendered event
         return event
 
@@ -331,6 +361,25 @@ class GatewaySink(SinkDefaults):
             self._wake.set()
         else:
             self._push("answer", text)
+
+
+def _unnamed_may_decide(decision: str | dict[str, Any]) -> bool:
+    """A RESUME without formId may decline, cancel, or answer questions; never accept."""
+    if isinstance(decision, dict):
+        return "answers" in decision
+    return decision in UNNAMED_DECISIONS
+
+
+def _earlier(first: str, second: str) -> bool:
+    """Stream entry id ``first`` ("<ms>-<seq>") is before ``second`` (one Redis clock)."""
+    def parts(entry_id: str) -> tuple[int, int]:
+        ms, _, seq = entry_id.partition("-")
+        return int(ms), int(seq or 0)
+
+    try:
+        return parts(first) < parts(second)
+    except ValueError:
+        return False
 
 
 async def _first(future: asyncio.Future[wire.Resume], cancel: asyncio.Event) -> wire.Resume | None:

@@ -73,6 +73,26 @@ def test_a_turn_whose_root_is_a_listeners_turn_routes_its_thread() -> None:
     assert _queued(other) == []
 
 
+def test_a_request_goes_to_the_listener_whose_turn_asked_also_on_a_shared_thread() -> None:
+    # Two tasks' listeners on one thread (a steer beside its turn, or a task whose turn
+    # just ended): the first added is not the one asked, the turn's owner is.
+    router = Router()
+    earlier, asker = ThreadListener({"p"}), ThreadListener({"p"})
+    router.add(earlier)
+    router.add(asker)
+    earlier.claim_turn("u-earlier")
+    asker.claim_turn("u-asker")
+    router.notification(_note("turn/started", {"threadId": "c", "turn": {"id": "u-child", "rootTurnId": "u-asker"}}))
+    assert router.take(ServerRequest(0, "item/commandExecution/requestApproval",
+                                     {"threadId": "p", "turnId": "u-asker"}, _nobody))
+    assert router.take(ServerRequest(1, "item/commandExecution/requestApproval",
+                                     {"threadId": "c", "turnId": "u-child"}, _nobody))  # its sub-agent
+    assert router.take(ServerRequest(2, "item/commandExecution/requestApproval",
+                                     {"threadId": "p", "turnId": "u-earlier"}, _nobody))
+    assert [r.id for r in asker.pending_requests()] == [0, 1]
+    assert [r.id for r in earlier.pending_requests()] == [2]
+
+
 @pytest_asyncio.fixture
 async def env(tmp_path: Any, scripted_model: sm.ScriptedModel, codex_bin: str) -> AsyncIterator[dict[str, Any]]:
     env = module_env(tmp_path, scripted_model, codex_bin)

@@ -245,3 +245,47 @@ async def test_the_running_daemon_sweeps_empty_scratch_dirs_unused_for_a_week(pa
     async with running(config, StubRunner()):
         await eventually(lambda: not stale.exists())
     assert (used / "answer.md").exists()
+
+
+async def test_a_result_refused_as_too_large_stays_spooled_shows_in_status_and_arrives_later(
+        paired: Any) -> None:
+    """Device API §5: a 413 on complete is resent trimmed; refused even then, the result
+    stays in the spool with backoff (status says so) until the server takes it."""
+    from boss_agent.cli.status import collect_status
+    from boss_agent.sources.boss.flusher import COMPLETE_TRIMS
+
+    cp, proxy, config, _ = paired
+    proxy.fail("/complete", 10_000, 413)  # a server whose body limit nothing fits under
+    async with running(config, StubRunner(cards=1)) as daemon:
+        source = daemon.source
+        assert source is not None
+        task_id = cp.submit_task("too big for this server")
+        rounds = 1 + len(COMPLETE_TRIMS)  # as sent, then each trim
+        await proxy.wait_for(lambda: len(proxy.requests(f"/{task_id}/complete")) >= 2 * rounds)
+        assert task_id in source.spool and task_id not in source.flusher.delivered
+        bodies = [s.body for s in proxy.requests(f"/{task_id}/complete")[:rounds]]
+        sizes = [len(json.dumps(b["executionProgress"])) for b in bodies]
+        assert sizes[1] <= sizes[0] and bodies[0]["resultText"] == "done: too big for this server"
+        daemon.write_state()
+        assert "413" in collect_status(config)["spoolRefused"]
+        assert cp.task(task_id)["status"] == "running"
+        proxy.faults.clear()  # the server takes it now
+        view = await finished(cp, proxy, task_id)
+        await spool_empty(daemon)
+        daemon.write_state()
+        assert "spoolRefused" not in collect_status(config)
+    assert view["result"]["status"] == "completed"
+    assert view["result"]["resultText"] == "done: too big for this server"
+
+
+async def test_a_progress_card_refused_as_too_large_is_resent_at_once_trimmed(paired: Any) -> None:
+    cp, proxy, config, _ = paired
+    proxy.fail("/progress", 1, 413)
+    async with running(config, StubRunner(cards=1)) as daemon:
+        task_id = cp.submit_task("a card too big")
+        await finished(cp, proxy, task_id)
+        await spool_empty(daemon)
+    uploads = proxy.requests(f"/{task_id}/progress")
+    assert [u.status for u in uploads[:2]] == [413, 200]
+    assert uploads[0].body["seq"] == uploads[1].body["seq"] == 1  # the same upload, resent
+    assert uploads[1].body["executionProgress"]["omitted"]["steps"] == 0

@@ -1,5 +1,9 @@
 """Gateway ask-user forms: formId, RESUME by formId, strays dropped, withdrawal, questions.
 
+Only a RESUME naming the open form's ``formId`` accepts; one without it may decline
+the form it was sent after. The real-codex double tap and foreign session are in
+tests/peers/codex/test_approvals_resume.py.
+
 by-framework 0.2.1's GatewayClient sends the RESUMEs on a real redis-server; the
 runner is an in-test script (the gateway's form handling is the subject here; the
 real-codex user-input round trip is in test_approvals_kinds.py).
@@ -94,11 +98,13 @@ async def test_a_form_carries_its_id_and_a_duplicate_or_stray_resume_never_answe
         await _forms(redis, "msg-two", 2)  # the second form is open
         # the user's double tap on the first form arrives late: it must not answer the second
         await resume(client, "s1", "msg-two", {"formId": "apr_first", "decision": "accept"})
-        await resume(client, "s1", "msg-two", {"decision": "accept"})  # no formId: the one open form
+        await resume(client, "s1", "msg-two", {"decision": "accept"})  # no formId: never accepts
+        await resume(client, "s1", "msg-two", "accept")  # nor does a plain string
+        await resume(client, "s1", "msg-two", "decline")  # but it may decline the form it saw
         await read_events(redis, "s1", "msg-two")
         counts = gateway.status["counts"]
-    assert runner.decisions == ["decline", "accept"]
-    assert counts.get("resume_dropped") == 2, counts
+    assert runner.decisions == ["decline", "decline"]
+    assert counts.get("resume_dropped") == 4, counts
 
 
 async def test_a_withdrawn_form_is_announced_and_a_resume_for_it_is_dropped(redis_server):

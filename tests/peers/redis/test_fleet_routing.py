@@ -69,10 +69,14 @@ def _with_projects(redis_url: str, agent_types: tuple[str, ...], projects: dict[
     return dataclasses.replace(gateway_config(redis_url, agent_types), projects=projects)
 
 
-async def _serve(config: Any, runner: TurnRunner, worker_id: str,
-                 max_concurrent: int = 1) -> tuple[Gateway, asyncio.Task[None]]:
+async def _serve(config: Any, runner: TurnRunner, worker_id: str, max_concurrent: int = 1,
+                 state_dir: Path | None = None, **fleet: Any) -> tuple[Gateway, asyncio.Task[None]]:
+    """A gateway serving in the background; ``fleet``: attributes of its Fleet to set first."""
     gateway = Gateway(config, runner, worker_id=worker_id, max_concurrent=max_concurrent,
-                      timing=FAST, retry=FAST_POLICY)
+                      timing=FAST, retry=FAST_POLICY, state_dir=state_dir)
+    for name, value in fleet.items():
+        assert hasattr(gateway.fleet, name)
+        setattr(gateway.fleet, name, value)
     ready = asyncio.Event()
     job = asyncio.create_task(gateway.run(ready))
     await asyncio.wait_for(ready.wait(), 15)
@@ -202,20 +206,23 @@ async def test_a_project_task_goes_only_to_a_worker_that_has_the_project(redis_s
     assert [t.task_id for t in api.tasks] == []
 
 
-async def test_a_restarted_worker_publishes_the_threads_it_held_again(redis_server) -> None:
+async def test_a_restarted_worker_publishes_the_threads_it_held_again(redis_server, tmp_path: Path) -> None:
     redis = sdk_redis(redis_server.url)
     client = sdk_client(redis)
     config = gateway_config(redis_server.url)
-    _, job = await _serve(config, TurnRunner("w1"), "w1")
+    _, job = await _serve(config, TurnRunner("w1"), "w1", state_dir=tmp_path)
     await ask(client, "s-r", "first", "m-r1")
     await read_events(redis, "s-r", "m-r1")
     await _stop(job)
     await redis.delete(thread_holder("thread-m-r1"))  # as after the lease TTL ran out
+    await redis.sadd(held_threads("w1"), "thread-planted")  # another client's: not ours to publish
     again = TurnRunner("w1")
-    _, job = await _serve(config, again, "w1")
+    _, job = await _serve(config, again, "w1", state_dir=tmp_path)
     try:
         assert await redis.get(thread_holder("thread-m-r1")) == "w1"
         assert await redis.sismember(held_threads("w1"), "thread-m-r1")
+        assert not await redis.exists(thread_holder("thread-planted"))
+        assert not await redis.sismember(held_threads("w1"), "thread-planted")
         await ask(client, "s-r", "again", "m-r2", extra_payload={"codexThreadRef": "thread-m-r1"})
         await read_events(redis, "s-r", "m-r2")
     finally:
@@ -327,3 +334,69 @@ async def test_a_collaboration_goes_to_the_worker_holding_both_threads_or_fails(
     assert [t.task_id for t in holder.tasks] == ["m-src", "m-dst", "m-both"]
     assert split["status"] == "FAILED" and split["error"]["code"] == "thread_not_found"
     assert [t.task_id for t in reader.tasks] == ["m-w2"] and forwarded == 1
+
+
+PLANTED = 300_000
+PLANT_BATCH = 10_000  # ids per SADD: one command each, not 300,000 round trips
+
+
+async def test_ids_planted_in_the_held_set_by_another_client_are_never_published(redis_server) -> None:
+    """The finding: 300,000 ids another client put in the worker's set were re-published
+    with every lease refresh. Only threads this worker ran are held."""
+    redis = sdk_redis(redis_server.url)
+    for start in range(0, PLANTED, PLANT_BATCH):
+        await redis.sadd(held_threads("w1"), *(f"planted-{i}" for i in range(start, start + PLANT_BATCH)))
+    gateway, job = await _serve(gateway_config(redis_server.url), TurnRunner("w1"), "w1")
+    try:
+        await ask(sdk_client(redis), "s-pl", "hello", "m-pl")
+        await read_events(redis, "s-pl", "m-pl")
+        refreshed = await eventually(lambda: _only(redis, "w1", {"thread-m-pl"}))
+        planted = [await redis.exists(thread_holder(f"planted-{i}")) for i in (0, PLANTED // 2, PLANTED - 1)]
+    finally:
+        await _stop(job)
+        await redis.aclose()
+    assert refreshed and planted == [0, 0, 0]
+    assert list(gateway.fleet.threads) == ["thread-m-pl"]
+
+
+async def _only(redis: Any, worker: str, threads: set[str]) -> bool:
+    """The worker's published set is exactly ``threads`` (rewritten by a refresh)."""
+    return set(await redis.smembers(held_threads(worker))) == threads
+
+
+async def test_a_worker_holds_at_most_its_cap_of_threads_the_most_recent_ones(redis_server) -> None:
+    redis = sdk_redis(redis_server.url)
+    client = sdk_client(redis)
+    gateway, job = await _serve(gateway_config(redis_server.url), TurnRunner("w1"), "w1", max_threads=3)
+    try:
+        for n in range(5):
+            await ask(client, "s-cap", f"task {n}", f"m-cap{n}")
+            await read_events(redis, "s-cap", f"m-cap{n}")
+        # The oldest used again: it becomes the most recent, so m-cap2 goes instead.
+        await ask(client, "s-cap", "again", "m-cap5", extra_payload={"codexThreadRef": "thread-m-cap1"})
+        await read_events(redis, "s-cap", "m-cap5")
+        held = set(gateway.fleet.threads)
+        published = await eventually(lambda: _only(redis, "w1", held))
+    finally:
+        await _stop(job)
+        await redis.aclose()
+    assert held == {"thread-m-cap3", "thread-m-cap4", "thread-m-cap1"} and published
+
+
+async def test_a_thread_unused_for_the_idle_time_is_let_go(redis_server, tmp_path: Path) -> None:
+    redis = sdk_redis(redis_server.url)
+    now = [1_000_000.0]
+    gateway, job = await _serve(gateway_config(redis_server.url), TurnRunner("w1"), "w1",
+                                state_dir=tmp_path, idle_s=60.0, clock=lambda: now[0])
+    try:
+        await ask(sdk_client(redis), "s-idle", "hello", "m-idle")
+        await read_events(redis, "s-idle", "m-idle")
+        assert "thread-m-idle" in gateway.fleet.threads
+        now[0] += 61.0  # a minute and more without a use
+        await eventually(lambda: "thread-m-idle" not in gateway.fleet.threads)
+        published = await eventually(lambda: _only(redis, "w1", set()))
+        stored = json.loads(next((tmp_path / "gateway").iterdir()).read_text())
+    finally:
+        await _stop(job)
+        await redis.aclose()
+    assert published and stored["threads"] == {}

@@ -70,7 +70,7 @@ async def test_an_approval_is_asked_with_the_sdk_form_and_answered_by_a_resume(r
         assert "run the tests" in form["pluginMachineFields"][0]["description"]
         assert (await record_of(redis, "s1", "msg-2"))["status"] == "WAITING_USER"
         assert gateway.status["suspended"] == 1
-        await resume(client, "s1", "msg-2", {"decision": "accept"})
+        await resume(client, "s1", "msg-2", {"formId": form["formId"], "decision": "accept"})
         events = await read_events(redis, "s1", "msg-2")
     assert runner.decisions["msg-2"] == "accept"
     assert delta_text(events[-2]) == "done accept" and events[-2].event_type == "finalAnswer"
@@ -159,11 +159,15 @@ async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_t
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w1"):
         await ask(client, "s1", "approve ok", "msg-f")
+        asked = await read_events(redis, "s1", "msg-f", until=lambda m: m.data["contentType"] == "3013")
+        form_id = json.loads(delta_text(asked[-1]))["formId"]
         await eventually(lambda: _status_is(redis, "s1", "msg-f", "WAITING_USER"))
         async with running_gateway(redis_server.url, ScriptRunner(), "w2") as other:
             # Routed straight to w2, which does not hold the task.
             await client.send_message(AGENT, "s1", "accept", action_type="RESUME", message_id="msg-f",
-                                      target_worker_id="w2", extra_payload={"status": "COMPLETED"})
+                                      target_worker_id="w2", extra_payload={
+                                          "status": "COMPLETED",
+                                          "reply_data": {"formId": form_id, "decision": "accept"}})
             events = await read_events(redis, "s1", "msg-f")
             assert other.status["counts"]["forwarded"] == 1
     assert runner.decisions["msg-f"] == "accept" and delta_text(events[-2]) == "ok accept"

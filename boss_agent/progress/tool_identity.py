@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from boss_agent.jsonshape import mapping
@@ -25,7 +26,7 @@ class ToolIdentity:
     read_only: bool | None
 
 
-def tool_identity(params: dict[str, Any]) -> ToolIdentity:
+def tool_identity(params: Mapping[str, Any]) -> ToolIdentity:
     """The tool of an ``mcpServer/elicitation/request`` that approves an MCP tool call."""
     meta = mapping(params.get("_meta"))
     if isinstance(meta.get("tool_name"), str):
