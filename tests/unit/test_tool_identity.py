@@ -42,6 +42,6 @@ def _shown(params: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def test_a_tool_whose_risk_codex_does_not_say_is_high_and_is_named() -> None:
-    assert _shown(V150) == ("permissions", "Use the cua tool click", "high")
+    assert _shown(V150) == ("tool", "Use the cua tool click", "high")
     assert _shown(_v171(destructiveHint=True))[2] == "high"
     assert _shown(_v171(readOnlyHint=True))[2] == "medium"  # an MCP server runs outside the sandbox
