@@ -115,8 +115,11 @@ def _read_cache(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def detect(codex_bin: str, state_dir: Path) -> CodexFeatures:
-    """The features of the codex at ``codex_bin``: cached, else from its schema (~1 s)."""
+def detect(codex_bin: str, state_dir: Path, *, save: bool = True) -> CodexFeatures:
+    """The features of the codex at ``codex_bin``: cached, else from its schema (~1 s).
+
+    ``save=False`` (doctor, which changes nothing) reads the cache but never writes it.
+    """
     version = codex_version(codex_bin)
     key, cache_path = _key(codex_bin, version), Path(state_dir) / CACHE_FILE
     cached = _read_cache(cache_path).get(key)
@@ -131,6 +134,8 @@ def detect(codex_bin: str, state_dir: Path) -> CodexFeatures:
             features = from_schema(version, schema)
         except (OSError, ValueError) as exc:
             raise AppServerUnavailable(f"codex {version} wrote no readable schema") from exc
+    if not save:
+        return features
     try:
         Path(state_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         # One entry: the codex in use. An old entry only names a binary that changed.

@@ -28,7 +28,7 @@ from typing import Any
 
 from boss_agent.cli.support import tilde
 from boss_agent.codexbin import INSTALL_HINT, codex_version, find_codex
-from boss_agent.codexfeatures import CodexFeatures, describe_features, detect
+from boss_agent.codexfeatures import describe_features, detect
 from boss_agent.codexversion import Support, range_text, support
 from boss_agent.config import Config, load_config
 from boss_agent.errors import (
@@ -89,7 +89,7 @@ def check_codex(config: Config) -> Check:
     if verdict is Support.BELOW:
         return _check("codex", "fail", f"codex {version} is older than supported ({range_text()})", upgrade)
     try:
-        features = _features(path, config.state_dir)
+        features = detect(path, config.state_dir, save=False)  # doctor writes nothing
     except BossAgentError as exc:
         return _check("codex", "warn", f"codex {version}: its features could not be read ({exc})", upgrade)
     detail = f"codex {version} ({describe_features(features)})"
@@ -97,14 +97,6 @@ def check_codex(config: Config) -> Check:
         return _check("codex", "warn", f"{detail}; newer than tested ({range_text()})",
                       f"if something fails, {upgrade}")
     return _check("codex", "ok", detail)
-
-
-def _features(codex_bin: str, state_dir: Path) -> CodexFeatures:
-    """The binary's feature set; cached in the state dir only when it exists (doctor creates nothing)."""
-    if state_dir.is_dir():
-        return detect(codex_bin, state_dir)
-    with tempfile.TemporaryDirectory(prefix="boss-doctor-") as scratch:
-        return detect(codex_bin, Path(scratch))
 
 
 def check_state_dir(config: Config) -> Check:

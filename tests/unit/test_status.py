@@ -50,8 +50,9 @@ def test_the_codex_version_comes_from_the_state_file_without_running_codex(home:
     assert "codexError" not in data
 
 
-def test_without_a_state_file_the_codex_version_is_asked_from_codex(home: Path, codex_bin: str) -> None:
-    assert collect_status(make_config(home, codex_bin))["codexVersion"] == "0.171.0"
+def test_without_a_state_file_the_codex_version_is_asked_from_codex(home: Path, codex_bin: str,
+                                                                   codex_release: str) -> None:
+    assert collect_status(make_config(home, codex_bin))["codexVersion"] == codex_release
     missing = collect_status(make_config(home, NO_CODEX))
     assert missing["codexVersion"] is None and "not found" in missing["codexError"]
 
