@@ -27,6 +27,7 @@ PINNED_CODEX_VERSION = "0.171.0"  # the codex release boss-agent is tested with 
 INSTALL_HINT = f"npm install -g @openai/codex@{PINNED_CODEX_VERSION}"
 INSTALLED_CODEX_FILE = "installed-codex"  # in the state dir: the codex scripts/up.sh installed
 VERSION_TIMEOUT_S = 15  # `codex --version` through node can be slow on a loaded 2-core box
+GENERATE_TIMEOUT_S = 120  # generating ~900 TS files takes ~1 s here; a loaded box is far slower
 _VERSION = re.compile(r"(\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?)")
 
 # Every BOSS_* variable is the daemon's own (its config, with URLs that carry passwords,
@@ -142,3 +143,21 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
            if not k.startswith(DAEMON_ENV_PREFIX) and k not in DAEMON_SECRET_ENV}
     env.update(extra or {})
     return env
+
+
+def app_server_output(codex_bin: str, args: list[str], home: str) -> str:
+    """``codex app-server ARGS`` (``--help``, ``generate-json-schema …``): its stdout.
+
+    ``home`` is a private CODEX_HOME: the user's config.toml (and its secrets) play no part.
+    """
+    binary = resolve_native(codex_bin)
+    env = child_environment({**binary.env, "CODEX_HOME": home})
+    try:
+        done = subprocess.run([*binary.argv, "app-server", *args], env=env, capture_output=True,
+                              text=True, timeout=GENERATE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AppServerUnavailable(f"codex app-server {args[0]} could not run: {exc}") from exc
+    if done.returncode != 0:
+        raise AppServerUnavailable(
+            f"codex app-server {args[0]} exited with {done.returncode}: {done.stderr.strip()[:500]}")
+    return done.stdout

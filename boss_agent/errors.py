@@ -10,6 +10,7 @@ that meets them, and chained with ``raise ... from exc``.
     │   └── AlreadyRunning          a second daemon on the same state dir
     ├── AppServerError              anything between us and `codex app-server`
     │   ├── AppServerUnavailable    binary missing, spawn failed, listener unreachable
+    │   │   └── CodexTooOld         a codex release below the supported range (CLI exit 2)
     │   ├── TransportError          the byte/frame layer failed
     │   │   ├── ConnectionClosed    the peer went away; every pending request gets this
     │   │   └── AuthRejected        the WebSocket handshake was refused (401/403)
@@ -78,6 +79,10 @@ class AppServerError(BossAgentError):
 
 class AppServerUnavailable(AppServerError):
     """The app-server cannot be started or reached at all."""
+
+
+class CodexTooOld(AppServerUnavailable):
+    """The codex release is below the supported range (``codexversion.py``)."""
 
 
 class TransportError(AppServerError):

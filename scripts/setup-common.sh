@@ -3,6 +3,7 @@
 # shellcheck shell=bash
 
 CODEX_NPM_VERSION="0.171.0"   # the codex CLI the tests and protocol snapshot are pinned to
+CODEX_OLDEST_NPM_VERSION="0.150.0"  # the oldest supported codex (boss_agent/codexversion.py); CI runs it too
 ESLINT_NPM_PACKAGES="eslint@9.39.5 @eslint/js@9.39.5 globals@17.14.0"  # lints the page's modules; node >= 18.18
 _here="${BASH_SOURCE[0]%/*}"; [ "$_here" = "${BASH_SOURCE[0]}" ] && _here=.
 ROOT="$(cd "$_here/.." && pwd)"
@@ -135,16 +136,18 @@ ensure_venv() {
   touch "$stamp"
 }
 
-# ensure_codex — the pinned codex CLI under .tools/ unless a matching one is on PATH.
+# ensure_codex [VERSION DIR] — that codex CLI (default: the pinned one under .tools/),
+# installed with npm unless DIR already holds it; prints its path.
 ensure_codex() {
-  local bin="$TOOLS/node_modules/.bin/codex"
-  if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "$CODEX_NPM_VERSION"; then
+  local version="${1:-$CODEX_NPM_VERSION}" dir="${2:-$TOOLS}"
+  local bin="$dir/node_modules/.bin/codex"
+  if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "$version"; then
     echo "$bin"; return 0
   fi
   ensure_debian_packages node:nodejs npm:npm
-  log "installing @openai/codex@$CODEX_NPM_VERSION into .tools/"
-  mkdir -p "$TOOLS"
-  npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "@openai/codex@$CODEX_NPM_VERSION" >&2
+  log "installing @openai/codex@$version into ${dir#"$ROOT"/}/"
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@openai/codex@$version" >&2
   echo "$bin"
 }
 

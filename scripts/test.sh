@@ -14,7 +14,8 @@ ensure_debian_packages git:git redis-server:redis-server Xvfb:xvfb openbox:openb
 # The whole suite runs on Python >= 3.12: by-framework, the gateway's reference peer in the
 # tests, needs it. (boss-agent itself runs on 3.11: the pass at the end checks that.)
 PYTHON_FLOOR_MINOR=12 ensure_venv test,cua
-BOSS_TEST_CODEX_BIN="$(ensure_codex)"
+# BOSS_TEST_CODEX_BIN, when set, names the codex to qualify (scripts/test-oldest-codex.sh).
+BOSS_TEST_CODEX_BIN="${BOSS_TEST_CODEX_BIN:-$(ensure_codex)}"
 export BOSS_TEST_CODEX_BIN
 
 if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then

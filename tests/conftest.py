@@ -26,13 +26,16 @@ pytest.register_assert_rewrite("tests.support")
 from boss_agent.controlplane import ControlPlane  # noqa: E402
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home  # noqa: E402
 from tests.support.controlplane import HTTP_TIMEOUT_S, FakeClock  # noqa: E402
+from boss_agent.codexfeatures import CodexFeatures, detect  # noqa: E402
+from boss_agent.codexversion import NEWEST_TESTED, dotted  # noqa: E402
 
 # by-framework (the gateway tests' peer) writes ./by-framework.log at import unless its
 # logger already has a handler: give it one, so no test litters the working tree.
 logging.getLogger("by-framework").addHandler(logging.NullHandler())
 
 REPO = Path(__file__).resolve().parents[1]
-PINNED_CODEX_VERSION = "0.171.0"
+# The release the committed full protocol snapshot and scripts/setup-common.sh pin.
+PINNED_CODEX_VERSION = dotted(NEWEST_TESTED)
 REDIS_START_TIMEOUT_S = 10
 
 
@@ -49,8 +52,41 @@ def _find_codex() -> str:
 
 @pytest.fixture(scope="session")
 def codex_bin() -> str:
-    """Path of the pinned real codex CLI (the npm wrapper)."""
+    """Path of the real codex CLI under test (the npm wrapper): the pinned one unless
+    ``BOSS_TEST_CODEX_BIN`` names another."""
     return _find_codex()
+
+
+@pytest.fixture(scope="session")
+def codex_release(codex_bin: str) -> str:
+    """The version of the codex under test, read from the binary (``BOSS_TEST_CODEX_BIN``
+    may name any supported release, not only the pinned one)."""
+    from boss_agent.codexbin import codex_version
+
+    return codex_version(codex_bin)
+
+
+@pytest.fixture(scope="session")
+def codex_features(codex_bin: str, tmp_path_factory: pytest.TempPathFactory) -> CodexFeatures:
+    """What the codex under test offers (boss_agent/codexfeatures.py)."""
+    return detect(codex_bin, tmp_path_factory.mktemp("codex-features"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "codex_feature(name): a scenario only a codex with that feature "
+                            "can play (codexfeatures.py); skipped, with the reason, on one without it")
+
+
+@pytest.fixture(autouse=True)
+def _codex_feature(request: pytest.FixtureRequest) -> None:
+    marker = request.node.get_closest_marker("codex_feature")
+    if marker is None:
+        return
+    features: CodexFeatures = request.getfixturevalue("codex_features")
+    name = marker.args[0]
+    if not getattr(features, name):
+        pytest.skip(f"codex {features.version} lacks {name}; its fallback is tested in "
+                    "tests/peers/codex/test_codex_range.py")
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ here because callers think of both as "the app-server client".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -25,10 +26,12 @@ from typing import Any, Self
 from tenacity import RetryCallState
 
 from boss_agent.appserver.connect import Connection, Connector
+from boss_agent.appserver.first_start import first_start
 from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
 from boss_agent.appserver.rpc import RequestId
 from boss_agent.backoff import RestartBackoff, failure
+from boss_agent.codexversion import require_supported
 from boss_agent.config import CodexSettings, Config
 from boss_agent.errors import AppServerError, AppServerUnavailable
 from boss_agent.lifecycles import SUPERVISOR, SupervisorState
@@ -158,13 +161,22 @@ class AppServer:
     async def _run_once(self) -> None:
         self._set_state(SupervisorState.RESTARTING if self.restarts or self._error
                         else SupervisorState.STARTING)
-        conn = await self.connector.open()
+        # The first start on a fresh CODEX_HOME runs alone until initialize answered.
+        starting = contextlib.AsyncExitStack()
+        await starting.enter_async_context(first_start(self.connector.codex_home))
+        try:
+            conn = await self.connector.open()
+        except BaseException:
+            await starting.aclose()
+            raise
         client = AppServerClient(conn.dispatcher, timeout_s=self.settings.request_timeout_s,
                                  policy=self.overload_policy)
         started = time.monotonic()
 
         async def startup() -> None:
-            self._up(conn, client, await client.initialize())
+            async with starting:
+                init = await client.initialize()
+            self._up(conn, client, init)
 
         self._conn = conn
         try:
@@ -173,6 +185,7 @@ class AppServer:
             raise _first_error(group) from None
         finally:
             self._client = None
+            await starting.aclose()  # a start that failed before initialize answered
             await conn.close()
         self.restarts += 1
         if time.monotonic() - started < STABLE_AFTER_S:
@@ -181,6 +194,7 @@ class AppServer:
     def _up(self, conn: Connection, client: AppServerClient, init: dict[str, Any]) -> None:
         match = _USER_AGENT_VERSION.match(str(init.get("userAgent", "")))
         self._version = match.group(1) if match else None
+        require_supported(self._version)  # an app-server at a URL was not checked at start
         self._client, self._error = client, None
         self._set_state(SupervisorState.UP)
         logger.info("codex app-server %s up over %s%s", self._version or "(unknown version)",

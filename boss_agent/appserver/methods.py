@@ -8,8 +8,11 @@ codex's queue, so retrying it is always safe.
 
 A request that got *no* answer may still have run. ``turn/start`` and ``turn/steer``
 are therefore tagged with a ``clientUserMessageId``; after a timeout the client looks
-for that user message in ``thread/turns/list`` and resends only when it is absent, so
-a turn is never started twice.
+for that user message in ``thread/turns/list`` and resends only when codex's answers
+show it absent: a thread with no turn yet (``thread/read``: idle, no preview), or newest
+turns whose every user message carries another tag. Anything else (a codex that drops
+the tag, a refused list) re-raises the timeout, and the task fails ``app_server_lost``
+rather than risk a second turn. No error text is read.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from boss_agent.errors import (
     RpcError,
     ServerOverloaded,
 )
-from boss_agent.jsonshape import obj
+from boss_agent.jsonshape import mapping, obj
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,10 @@ class OverloadRetry(Backoff):
 
     def log_retry(self, what: str, state: RetryCallState) -> None:
         logger.info("codex app-server overloaded; retry %s", state.attempt_number)
+
+
+class NotProvable(Exception):
+    """codex's answers cannot show that an unanswered request did not run."""
 
 
 class AppServerClient:
@@ -148,30 +155,48 @@ class AppServerClient:
                             already_ran: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[str, Any]:
         try:
             return obj(await self.call(method, payload))
-        except RequestTimeout:
+        except RequestTimeout as lost:
             logger.warning("%s got no answer; checking the thread before resending", method)
-        found = await already_ran()
+            try:
+                found = await already_ran()
+            except (NotProvable, RpcError) as exc:
+                # Resending could run the prompt twice: the task fails (app_server_lost).
+                logger.warning("%s: cannot tell whether it ran (%s); not resending", method,
+                               exc.__class__.__name__)
+                raise lost from exc
         if found is not None:
             logger.info("%s had run despite the lost answer; not resending", method)
             return found
         return obj(await self.call(method, payload))
 
     async def _turn_with_message(self, thread_id: str, client_id: str) -> dict[str, Any] | None:
-        """The newest turn holding the user message we tagged with ``client_id``."""
+        """The newest turn holding the user message we tagged with ``client_id``; None only
+        when codex shows that no turn holds it (``NotProvable`` when it cannot show that)."""
         try:
             page = await self.thread_turns_list(thread_id, limit=TURN_CHECK_LIMIT, itemsView="full",
                                                 sortDirection="desc")
-        except RpcError as exc:
-            # codex 0.171: "thread … is not materialized yet; thread/turns/list is unavailable
-            # before first user message" — i.e. no turn ever started on this thread.
-            if "not materialized" in exc.message:
-                return None
-            raise
+        except RpcError:
+            # codex refuses to list the turns of a thread no user message reached yet
+            # ("not materialized"); thread/read tells that state by its fields, not a text.
+            await self._never_had_a_turn(thread_id)
+            return None
         for turn in page.get("data") or []:
             for item in turn.get("items") or []:
-                if item.get("type") == "userMessage" and item.get("clientId") == client_id:
+                if item.get("type") != "userMessage":
+                    continue
+                if item.get("clientId") == client_id:
                     return obj(turn)
+                if not item.get("clientId"):
+                    # A codex that drops the tag (0.135), or another client's message: this
+                    # one may be ours, so its absence proves nothing.
+                    raise NotProvable("a recent user message carries no clientUserMessageId")
         return None
+
+    async def _never_had_a_turn(self, thread_id: str) -> None:
+        thread = mapping((await self.thread_read(thread_id)).get("thread"))
+        status = mapping(thread.get("status")).get("type")
+        if thread.get("preview") or status != "idle":
+            raise NotProvable(f"the thread is {status or 'in an unknown state'} and its turns cannot be listed")
 
     # ----------------------------------------------------------- listeners
 

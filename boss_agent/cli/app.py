@@ -266,13 +266,15 @@ app.add_typer(protocol_app, name="protocol")
 def protocol_snapshot(
     out: Annotated[Path, typer.Option("--out", help="where <codex version>/ is written")] = Path(
         "docs/protocol-snapshots/codex-app-server"),
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="only help.txt, methods.json and coverage.json (~30 KB, not ~11 MB)")] = False,
 ) -> None:
     """Write the installed codex's schema, TS bindings, method list and coverage."""
     from boss_agent.codexbin import find_codex
     from boss_agent.cli.protocol_snapshot import write_snapshot
 
     def run() -> Path:
-        return write_snapshot(find_codex(build_config().codex.bin), out)
+        return write_snapshot(find_codex(build_config().codex.bin), out, full=not summary)
 
     typer.echo(f"wrote {guarded(run)}")
 

@@ -1,7 +1,7 @@
 """`boss-agent doctor`: each check says ok / warn / fail and, when not ok, a one-line fix.
 
-The checks, in order: the config parses; the codex binary is found (and is the
-tested version); the app-server initializes on the configured transport, auth
+The checks, in order: the config parses; the codex binary is found, inside the
+supported range (codexversion.py), with its feature set; the app-server initializes on the configured transport, auth
 included, and answers a cheap request; capability discovery runs; the server is
 reachable and accepts the device token; the state dir and token file are owner-only;
 Redis answers PING when the gateway is on; the desktop (computer use: the CUA
@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent.cli.support import tilde
-from boss_agent.codexbin import INSTALL_HINT, PINNED_CODEX_VERSION, codex_version, find_codex
+from boss_agent.codexbin import INSTALL_HINT, codex_version, find_codex
+from boss_agent.codexfeatures import describe_features, detect
+from boss_agent.codexversion import Support, range_text, support
 from boss_agent.config import Config, load_config
 from boss_agent.errors import (
     BossAgentError,
@@ -44,7 +46,6 @@ from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
 
-TESTED_CODEX_VERSION = PINNED_CODEX_VERSION
 # Bound for one request to a running app-server; its own start is bounded by
 # appserver.client.STARTUP_TIMEOUT_S.
 APP_SERVER_REQUEST_S = 20.0
@@ -79,12 +80,23 @@ def check_daemon(config: Config) -> Check:
 
 def check_codex(config: Config) -> Check:
     try:
-        version = codex_version(find_codex(config.codex.bin))
+        path = find_codex(config.codex.bin)
+        version = codex_version(path)
     except BossAgentError as exc:
         return _check("codex", "fail", str(exc), f"{INSTALL_HINT}, or set codex.bin")
-    if version != TESTED_CODEX_VERSION:
-        return _check("codex", "warn", f"codex {version} (tested with {TESTED_CODEX_VERSION})", INSTALL_HINT)
-    return _check("codex", "ok", f"codex {version}")
+    upgrade = INSTALL_HINT
+    verdict = support(version)
+    if verdict is Support.BELOW:
+        return _check("codex", "fail", f"codex {version} is older than supported ({range_text()})", upgrade)
+    try:
+        features = detect(path, config.state_dir, save=False)  # doctor writes nothing
+    except BossAgentError as exc:
+        return _check("codex", "warn", f"codex {version}: its features could not be read ({exc})", upgrade)
+    detail = f"codex {version} ({describe_features(features)})"
+    if verdict is Support.ABOVE:
+        return _check("codex", "warn", f"{detail}; newer than tested ({range_text()})",
+                      f"if something fails, {upgrade}")
+    return _check("codex", "ok", detail)
 
 
 def check_state_dir(config: Config) -> Check:

@@ -2,12 +2,12 @@
 
 Shared by the typer commands (``support.guarded``) and the daemon's typer-free start
 (``entry.py``), so ``boss-agent run`` fails exactly as every other command does:
-``ConfigError`` is exit 2, any other error exit 1, Ctrl-C exit 130. No typer here.
+``ConfigError`` and ``CodexTooOld`` are exit 2, any other error exit 1, Ctrl-C exit 130. No typer here.
 """
 
 from __future__ import annotations
 
-from boss_agent.errors import BossAgentError, ConfigError
+from boss_agent.errors import BossAgentError, CodexTooOld, ConfigError
 from boss_agent.redact import mask_secrets
 
 EXIT_FAILED = 1
@@ -21,6 +21,8 @@ def failure(exc: Exception) -> tuple[str, int]:
         return failure(exc.exceptions[0])  # a task group's one failure is the command's error
     if isinstance(exc, ConfigError):
         message, code = f"config error: {exc}", EXIT_CONFIG
+    elif isinstance(exc, CodexTooOld):  # the set-up's fault, like a config error
+        message, code = str(exc), EXIT_CONFIG
     elif isinstance(exc, BossAgentError):
         message, code = str(exc), EXIT_FAILED
     else:  # a bug: still one line, the traceback behind --debug

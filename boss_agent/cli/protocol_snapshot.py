@@ -14,6 +14,9 @@
                        each mapped one says how it is proven (``proven``: ``realCodex`` with
                        the test, or ``synthetic`` with the reason; ``progress/proof.py``)
 
+``--summary`` (``full=False``) writes only the first and the last two: what the other
+releases of the supported range are kept as (docs/codex-versions.md).
+
 The experimental surface is included because the daemon opts in to it
 (``capabilities.experimentalApi``). Comparing two snapshots tells what a codex upgrade
 changed before it reaches users.
@@ -24,19 +27,16 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from boss_agent.codexbin import child_environment, codex_version, resolve_native
-from boss_agent.errors import AppServerUnavailable
+from boss_agent.codexbin import app_server_output, codex_version
 from boss_agent.progress.proof import proof_of
 from boss_agent.progress.reducer import coverage
 
 logger = logging.getLogger(__name__)
 
-GENERATE_TIMEOUT_S = 120  # generating ~900 TS files takes ~1 s here; a loaded box is far slower
 _LISTS = {
     "clientRequests": "ClientRequest.json",
     "serverNotifications": "ServerNotification.json",
@@ -45,21 +45,6 @@ _LISTS = {
 }
 _TABLES = {"serverNotifications": "serverNotifications", "serverRequests": "serverRequests",
            "threadItems": "threadItems"}
-
-
-def _run(codex_bin: str, args: list[str], home: str) -> str:
-    binary = resolve_native(codex_bin)
-    # A private CODEX_HOME: the user's config.toml (and its secrets) play no part.
-    env = child_environment({**binary.env, "CODEX_HOME": home})
-    try:
-        done = subprocess.run([*binary.argv, "app-server", *args], env=env, capture_output=True,
-                              text=True, timeout=GENERATE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise AppServerUnavailable(f"codex app-server {args[0]} could not run: {exc}") from exc
-    if done.returncode != 0:
-        raise AppServerUnavailable(
-            f"codex app-server {args[0]} exited with {done.returncode}: {done.stderr.strip()[:500]}")
-    return done.stdout
 
 
 def _methods_of(schema: dict[str, Any]) -> list[str]:
@@ -113,8 +98,12 @@ def _with_proof(name: str, entry: dict[str, str]) -> dict[str, str]:
     return {**entry, **(proof_of(name) or {"proven": "unknown"})}
 
 
-def write_snapshot(codex_bin: str, out_dir: Path) -> Path:
-    """Write ``out_dir/<version>/`` for the codex at ``codex_bin``; return that directory."""
+def write_snapshot(codex_bin: str, out_dir: Path, *, full: bool = True) -> Path:
+    """Write ``out_dir/<version>/`` for the codex at ``codex_bin``; return that directory.
+
+    ``full=False`` keeps only help.txt, methods.json and coverage.json: the schema is
+    read from a scratch dir, so a release kept for comparison costs kilobytes.
+    """
     version = codex_version(codex_bin)
     target = Path(out_dir) / version
     target.mkdir(parents=True, exist_ok=True)
@@ -122,10 +111,13 @@ def write_snapshot(codex_bin: str, out_dir: Path) -> Path:
         # A re-run replaces the generated trees: a type codex dropped must not linger.
         shutil.rmtree(target / generated, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="boss-snapshot-home-") as home:
-        (target / "help.txt").write_text(_run(codex_bin, ["--help"], home))
-        _run(codex_bin, ["generate-json-schema", "--experimental", "--out", str(target / "schema")], home)
-        _run(codex_bin, ["generate-ts", "--experimental", "--out", str(target / "typescript")], home)
-    methods = read_methods(target / "schema")
+        schema = target / "schema" if full else Path(home) / "schema"
+        (target / "help.txt").write_text(app_server_output(codex_bin, ["--help"], home))
+        app_server_output(codex_bin, ["generate-json-schema", "--experimental", "--out", str(schema)], home)
+        if full:
+            app_server_output(codex_bin, ["generate-ts", "--experimental", "--out", str(target / "typescript")],
+                              home)
+        methods = read_methods(schema)
     (target / "methods.json").write_text(json.dumps(
         {"codexVersion": version, **methods, "counts": {k: len(v) for k, v in methods.items()}},
         indent=2) + "\n")

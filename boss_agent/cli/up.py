@@ -30,7 +30,7 @@ from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.server import check_host, exclusive, phone_doors
 from boss_agent.daemon.lifecycle import InstanceLock
-from boss_agent.daemon.runtime import Daemon
+from boss_agent.daemon.runtime import Daemon, check_codex_release
 from boss_agent.demo.model import DEMO_FEATURES, demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity, save_identity
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
@@ -77,6 +77,8 @@ async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: i
     ``rotate_secret`` replaces the page secret first: old sessions and URLs stop working.
     """
     check_host(host)  # the flag's own mistake first
+    # Before the page is up: a codex below the range is one line and exit 2, not a page.
+    await asyncio.to_thread(check_codex_release, config)
     state_dir = ensure_state_dir(config.state_dir)
     db_path = controlplane_dir(state_dir) / "controlplane.db"
     async with contextlib.AsyncExitStack() as stack:

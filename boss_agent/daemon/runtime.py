@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent import __version__
 from boss_agent.aio import race
+from boss_agent.codexbin import codex_version, find_codex
+from boss_agent.codexversion import require_supported
 from boss_agent.config import Config, load_config
 from boss_agent.netaddr import check_redis_url, check_server_url
-from boss_agent.errors import ConfigError, StateError
+from boss_agent.errors import AppServerUnavailable, ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
 from boss_agent.daemon.lifecycle import (
@@ -77,6 +79,22 @@ _NO_CAPS: dict[str, Any] = {
     "codexExec": {"available": False, "version": None},
     "computerUse": {"codex": False, "cuaDriver": {"available": False, "version": None}},
 }
+
+
+def check_codex_release(config: Config) -> None:
+    """Refuse a codex below the supported range before anything starts (``codexversion``).
+
+    Only the codex this daemon starts: an app-server at a URL is checked by its
+    ``initialize`` answer. A codex that is missing or will not say its version is left
+    to the app-server's own start, which reports it in ``status``.
+    """
+    if config.codex.app_server_url:
+        return
+    try:
+        version = codex_version(find_codex(config.codex.bin))
+    except AppServerUnavailable:
+        return
+    require_supported(version)
 
 
 def gateway_worker_id(device_id: str) -> str:
@@ -241,6 +259,8 @@ class Daemon:
     # --------------------------------------------------------------- run
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
+        if self.runner is None:
+            await asyncio.to_thread(check_codex_release, self.config)
         state_dir = ensure_state_dir(self.config.state_dir)
         gateway_only = self.config.gateway.enabled and not self.config.server_url
         if self.config.gateway.enabled:  # refused at load unless allowed: then it warns here

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from boss_agent.progress.tool_identity import tool_identity
 from boss_agent.jsonshape import mapping
 from boss_agent.redact import REVEAL_LIMIT_BYTES, reveal, sanitize_text
 
@@ -365,7 +366,8 @@ def _tool(params: Mapping[str, Any], item: Mapping[str, Any] | None,
           home: str | None) -> tuple[str, str, dict[str, Any]]:
     meta = mapping(params.get("_meta"))
     server = str(params.get("serverName") or mapping(item).get("server") or "?")
-    tool = str(meta.get("tool_name") or mapping(item).get("tool") or "?")
+    # codex before 0.169 names the tool only in its message (progress/tool_identity.py).
+    tool = str(meta.get("tool_name") or mapping(item).get("tool") or tool_identity(params).name or "?")
     arguments = meta.get("tool_params") if "tool_params" in meta else mapping(item).get("arguments")
     detail: dict[str, Any] = {"server": reveal(server, home=home)[0], "tool": reveal(tool, home=home)[0],
                               "arguments": _revealed(arguments, home)}

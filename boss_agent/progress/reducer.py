@@ -261,6 +261,7 @@ REQUESTS: dict[str, tuple[RequestHandler | None, str]] = {
     "item/tool/call": (None, "the dynamicToolCall item is on the card; arguments are not"),
     "account/chatgptAuthTokens/refresh": (None, "auth plumbing"),
     "attestation/generate": (None, "auth plumbing"),
+    "currentTime/read": (None, "the runner answers with the clock (codex 0.150 … 0.169 only)"),
     "applyPatchApproval": (request, "approvals (fileChange, v1 shape)"),
     "execCommandApproval": (request, "approvals (command, v1 shape)"),
 }

@@ -5,7 +5,8 @@ After ``turn/interrupt`` the runner kills, with their descendants, the processes
 of this turn's command executions. codex's ``processId`` is its own session
 number, not an OS pid; what identifies a command's processes is the environment
 codex gives them: ``CODEX_THREAD_ID`` and ``CODEX_TOOL_CALL_ID`` (the
-``commandExecution`` item id). Only processes in the tree of the app-server child
+``commandExecution`` item id; codex sets it from 0.169 on, and before that the thread
+and the turn's start time pick the commands, ``_of_turn``). Only processes in the tree of the app-server child
 this daemon started are looked at:
 - another task's commands, even in the same workdir, are never touched (nothing
   is picked by its cwd);
@@ -49,12 +50,26 @@ def _tree(pid: int) -> dict[int, psutil.Process]:
         return {}
 
 
-def _of_turn(proc: psutil.Process, thread_id: str, call_ids: set[str]) -> bool:
+def _environ(proc: psutil.Process) -> dict[str, str]:
     try:
-        env = proc.environ()
+        return proc.environ()
     except (psutil.Error, OSError):
+        return {}
+
+
+def _of_turn(proc: psutil.Process, tree: dict[int, psutil.Process], thread_id: str,
+             call_ids: set[str]) -> bool:
+    env = _environ(proc)
+    if env.get("CODEX_THREAD_ID") != thread_id:
         return False
-    return env.get("CODEX_THREAD_ID") == thread_id and env.get("CODEX_TOOL_CALL_ID") in call_ids
+    if "CODEX_TOOL_CALL_ID" in env:  # codex 0.169 and newer name the command
+        return env["CODEX_TOOL_CALL_ID"] in call_ids
+    # Older codex names only the thread. A thread runs one turn at a time, so a command
+    # it started after this turn began is this turn's: the top process of the command
+    # (its parent is not one of the thread's commands), not a child an earlier turn's
+    # command spawned later (the caller has checked the start time).
+    parent = tree.get(proc.ppid())
+    return parent is None or _environ(parent).get("CODEX_THREAD_ID") != thread_id
 
 
 def turn_processes(thread_id: str | None, call_ids: set[str], app_server_pid: int | None,
@@ -64,7 +79,7 @@ def turn_processes(thread_id: str | None, call_ids: set[str], app_server_pid: in
         return []
     tree = _tree(app_server_pid)
     roots = [proc for proc in tree.values()
-             if _started_after(proc, since) and not _is_codex(proc) and _of_turn(proc, thread_id, call_ids)]
+             if _started_after(proc, since) and not _is_codex(proc) and _of_turn(proc, tree, thread_id, call_ids)]
     found: dict[int, psutil.Process] = {}
     for proc in roots:
         found[proc.pid] = proc

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,10 @@ ASKED_ABOUT = frozenset({"fileChange", "mcpToolCall", "dynamicToolCall"})  # ite
 THREAD_NOT_FOUND = "thread_not_found"
 THREAD_LIMITS_UNENFORCEABLE = "thread_limits_unenforceable"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
+# codex 0.169+ applies a steer within ~10 ms; before, it waits for the model's response
+# in flight (seconds). Past this the steer's card says it is queued.
+STEER_APPLY_GRACE_S = 2.0
+STEER_QUEUED = "the steer is queued: this codex applies it when the model's response in progress ends"
 
 
 @dataclass
@@ -84,6 +89,7 @@ class AppServerTurn:
         self._asked_about: dict[str, ThreadItem] = {}
         self._last_answer: str | None = None
         self._interrupting = False
+        self._user_message = asyncio.Event()  # a userMessage item reached the card (a steer applied)
 
     @property
     def _thread(self) -> str:
@@ -160,7 +166,7 @@ class AppServerTurn:
             ctx.turn_id = expected
             ctx.ran = True
             # The steer's output arrives on the original turn; its task answers the approvals.
-            return await self._follow(listener, answer_approvals=False)
+            return await self._follow(listener, answer_approvals=False, steering=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -229,6 +235,10 @@ class AppServerTurn:
         except RpcError as exc:  # codex answered: no turn exists, so another backend may run
             self.turn_sent = False
             raise TurnNotStarted(exc) from exc
+        except AppServerError as exc:  # no answer, and codex could not show that nothing ran
+            logger.warning("turn/start unanswered (%s); the task fails rather than run twice",
+                           exc.__class__.__name__)
+            return TurnOutcome("failed", "app_server_lost", "the Codex app-server went away during the turn")
         ctx.turn_id = started["turn"]["id"]
         listener.claim_turn(ctx.turn_id)  # its approvals are this task's, whoever else listens
         ctx.ran = True
@@ -236,7 +246,8 @@ class AppServerTurn:
             await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
         return await self._follow(listener, answer_approvals=True)
 
-    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool) -> TurnOutcome:
+    async def _follow(self, listener: ThreadListener, *, answer_approvals: bool,
+                      steering: bool = False) -> TurnOutcome:
         ctx = self.ctx
         approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
@@ -248,11 +259,14 @@ class AppServerTurn:
             # The deadline stays open until a cancel; then it bounds the wait for turn/completed.
             async with asyncio.timeout(None) as deadline, asyncio.TaskGroup() as tg:
                 watcher = tg.create_task(self._watch_cancel(deadline))
+                queued = tg.create_task(self._note_queued_steer()) if steering else None
                 try:
                     turn = await self._loop(listener, tg, approvals, answer_approvals)
                 except AppServerError as exc:
                     failure = exc
                 finally:
+                    if queued is not None:
+                        queued.cancel()
                     approvals.cancel_all("cancelled" if ctx.cancel.is_set() else "turn_ended")
                     if not self._interrupting:
                         watcher.cancel()
@@ -296,6 +310,8 @@ class AppServerTurn:
             return
         if request.method == "item/tool/call":  # no dynamic tools are registered by boss-agent
             await request.respond({"contentItems": [], "success": False})
+        elif request.method == "currentTime/read":  # codex 0.150 … 0.169 ask the client's clock
+            await request.respond({"currentTimeAt": int(time.time())})
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
@@ -313,6 +329,17 @@ class AppServerTurn:
                 self._calls.add(item["id"])
         elif answer and item["type"] == "agentMessage" and item.get("text"):
             self._last_answer = item["text"]
+        elif answer and item["type"] == "userMessage":
+            self._user_message.set()
+
+    async def _note_queued_steer(self) -> None:
+        """Say on the steer's card when codex holds the steer back (before 0.169)."""
+        try:
+            async with asyncio.timeout(STEER_APPLY_GRACE_S):
+                await self._user_message.wait()
+        except TimeoutError:
+            logger.info("the steer is queued behind the model's response in progress")
+            await self.ctx.feed.event("warning", kind="steerQueued", message=STEER_QUEUED)
 
     async def _watch_cancel(self, deadline: asyncio.Timeout) -> None:
         ctx = self.ctx

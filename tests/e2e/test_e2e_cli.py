@@ -116,11 +116,11 @@ async def test_task_no_follow_prints_the_id_of_the_task_it_queued(up: UpProcess)
     assert (await _final(up, task_id))["status"] == "completed"
 
 
-async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess, codex_bin: str):
+async def test_status_json_while_up_runs_names_the_codex_it_drives(up: UpProcess, codex_release: str):
     code, out, err = await up.run_cli("status", "--json")
     assert code == 0, err
     status = json.loads(out)
-    assert status["codexVersion"] == "0.171.0" and status["codexTransport"] == "stdio"
+    assert status["codexVersion"] == codex_release and status["codexTransport"] == "stdio"
     assert str(up.root) not in out, "status shows no absolute home or state path"
 
 

@@ -136,6 +136,8 @@ async def test_a_gateway_only_device_serves_an_sdk_ask_with_no_boss_server(
     assert server["result"] == "ok" and "gateway-only" in server["detail"]
 
 
+# A steer into a hung response: a codex before 0.169 holds it until the response ends.
+@pytest.mark.codex_feature("immediate_steer")
 async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_thread_holder(
         tmp_path: Path, model: sm.ScriptedModel, codex_bin: str, redis_server) -> None:
     first_settings, first_home = device(tmp_path, "d1", model, codex_bin, redis_server.url)

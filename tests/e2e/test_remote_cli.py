@@ -138,6 +138,8 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "controlplane" / "controlplane.db"
 
 
+# A steer into a hung response: a codex before 0.169 holds it until the response ends.
+@pytest.mark.codex_feature("immediate_steer")
 @pytest.mark.codex
 async def test_task_prints_each_change_steer_reaches_the_turn_and_thread_continues(
     tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, workdir: Path,

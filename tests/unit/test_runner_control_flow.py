@@ -10,6 +10,7 @@ keeps the fake honest.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,21 @@ async def test_a_sub_agents_approval_reaches_the_person_and_their_answer_reaches
     assert len(sink.approvals) == 1 and sink.approvals[0].kind == "command"
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["accepted"]
     assert result.result_text == "the sub-agent made the file"
+
+
+async def test_codex_asking_the_client_s_clock_gets_the_time_and_the_turn_goes_on(
+        runner: Runner, app: MemoryAppServer) -> None:
+    answers: list[dict[str, Any]] = []
+
+    async def script(turn: FakeTurn) -> None:  # codex 0.150 … 0.169 send currentTime/read
+        answers.append(await turn.ask("currentTime/read", {}))
+        await turn.say("on time")
+
+    app.codex.enqueue(script)
+    before = int(time.time())
+    result = await _run(runner, _task("t-clock"), Sink())
+    assert result.status == "completed" and result.result_text == "on time"
+    assert before <= answers[0]["currentTimeAt"] <= int(time.time())
 
 
 async def test_an_unknown_server_request_is_refused_and_the_turn_goes_on(

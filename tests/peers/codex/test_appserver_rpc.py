@@ -23,7 +23,7 @@ from boss_agent.appserver.connect import Connector
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.appserver.routing import ServerRequest
 from boss_agent.appserver.transports import Incoming, Transport
-from boss_agent.errors import ConnectionClosed
+from boss_agent.errors import ConnectionClosed, RequestTimeout
 from tests.support.appserver import codex_settings
 
 pytestmark = pytest.mark.codex
@@ -164,9 +164,10 @@ class LossyTransport:
     codex cannot be made to drop a reply on cue, so this is the one seam we cut.
     """
 
-    def __init__(self, inner: Transport, method: str, lose: str) -> None:
+    def __init__(self, inner: Transport, method: str, lose: str, *, untag: bool = False) -> None:
         self.inner, self.kind = inner, inner.kind
         self.method, self.lose = method, lose
+        self.untag = untag  # drop clientUserMessageId on the way, as codex 0.135 ignores it
         self.victim: Any = None
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -174,6 +175,9 @@ class LossyTransport:
             self.victim = message["id"]
             if self.lose == "request":
                 return
+            if self.untag:
+                message = {**message, "params": {k: v for k, v in message["params"].items()
+                                                 if k != "clientUserMessageId"}}
         await self.inner.send(message)
 
     async def __aiter__(self) -> AsyncIterator[Incoming]:
@@ -216,6 +220,35 @@ async def test_turn_start_after_a_timeout_never_starts_a_second_turn(
     started, listed = turns
     assert [t["id"] for t in listed["data"]] == [started["turn"]["id"]]
     assert len(scripted_model.requests) == 1
+
+
+async def test_a_lost_turn_start_answer_is_not_resent_when_codex_cannot_show_it_did_not_run(
+    codex_bin: str, codex_home: Path, workdir: Path, tmp_path: Path, scripted_model: sm.ScriptedModel,
+) -> None:
+    """A codex that drops the tag (0.135) shows an untagged user message: it may be ours."""
+    scripted_model.enqueue(sm.text_reply("only once"))
+    connector = Connector(codex_settings(codex_bin), state_dir=tmp_path / "state", codex_home=codex_home)
+    conn = await connector.open_stdio()
+    conn.transport = LossyTransport(conn.transport, "turn/start", "answer", untag=True)
+    conn.dispatcher.transport = conn.transport
+    client = AppServerClient(conn.dispatcher, timeout_s=2)
+    listed: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        await client.initialize()
+        thread = (await client.thread_start(cwd=str(workdir)))["thread"]
+        async with client.listen(thread["id"]) as listener:
+            with pytest.raises(RequestTimeout):
+                await client.turn_start(thread["id"], [{"type": "text", "text": "once"}])
+            async for note in listener:
+                if note.method == "turn/completed":
+                    break
+        listed.append(await client.thread_turns_list(thread["id"]))
+        await conn.close()
+
+    async with asyncio.timeout(EVENT_TIMEOUT_S):
+        await conn.run(scenario)
+    assert len(listed[0]["data"]) == 1 and len(scripted_model.requests) == 1
 
 
 @pytest.mark.parametrize("transport", ["stdio", "ws"])  # a request probe; /readyz of our listener

@@ -28,13 +28,13 @@ SECRET = b"0123456789abcdef0123456789abcdef-boss-agent-test"  # codex needs >= 3
 
 @pytest.mark.parametrize("transport", ["stdio", "ws", "unix"])
 async def test_every_transport_completes_a_turn(
-    transport: str, codex_bin: str, codex_home: Path, workdir: Path, tmp_path: Path,
+    transport: str, codex_bin: str, codex_release: str, codex_home: Path, workdir: Path, tmp_path: Path,
     scripted_model: sm.ScriptedModel,
 ) -> None:
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
     settings = codex_settings(codex_bin, app_server_transport=transport)
     async with AppServer(settings, state_dir=tmp_path / "state", codex_home=codex_home) as app:
-        assert app.status == {"available": True, "version": "0.171.0", "transport": transport,
+        assert app.status == {"available": True, "version": codex_release, "transport": transport,
                               "fallbackFrom": None, "error": None}
         completed = await run_turn(app, workdir)
     assert completed["turn"]["status"] == "completed"

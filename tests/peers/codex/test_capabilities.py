@@ -31,12 +31,12 @@ def test_without_a_discovery_it_says_how_to_get_one(tmp_path: Path) -> None:
 
 @pytest.mark.codex
 def test_refresh_runs_discovery_saves_it_and_the_cache_serves_it_afterwards(
-    tmp_path: Path, codex_bin: str, codex_home: Path,
+    tmp_path: Path, codex_bin: str, codex_release: str, codex_home: Path,
 ) -> None:
     fresh = cli(tmp_path, "--refresh", "--json", BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home))
     assert fresh.exit_code == 0, fresh.output
     data = json.loads(fresh.stdout)
-    assert data["discovered"] is True and data["codexVersion"] == "0.171.0"
+    assert data["discovered"] is True and data["codexVersion"] == codex_release
     ids = [m["id"] for m in data["models"]]
     assert ids and data["defaultModel"] in ids and data["fastModel"] in ids and data["deepModel"] in ids
     assert isinstance(data["providerCapabilities"], dict)

@@ -225,6 +225,8 @@ def test_an_interrupted_stream_leaves_the_partial_answer_and_no_open_items(
     assert out["answerPreview"].startswith("Partial")
 
 
+# A steer into a hung response: a codex before 0.169 holds it until the response ends.
+@pytest.mark.codex_feature("immediate_steer")
 def test_a_steer_replaces_the_abandoned_answer_with_the_steered_one(
         codex: RawCodex, module_model: sm.ScriptedModel, workdir: Path) -> None:
     module_model.enqueue(sm.hang(sm.message("Abandoned", ["Aband", "oned"])),

@@ -21,7 +21,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.spool import record_name
-from tests.conftest import PINNED_CODEX_VERSION, REPO
+from tests.conftest import REPO
 from tests.support.config import make_config
 from tests.support.daemon import FaultProxy, paired_daemon
 from tests.support.cli import isolated
@@ -38,8 +38,8 @@ async def finished(cp: ControlPlane, proxy: FaultProxy, task_id: str) -> dict[st
 
 
 async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
-    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
-    workdir: Path, scripted_model: sm.ScriptedModel,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_release: str,
+    codex_home: Path, workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     config = make_config(tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin)
     scripted_model.enqueue(sm.turn(sm.message("Hello world!", ["Hello ", "world!"])))
@@ -55,7 +55,7 @@ async def test_a_task_runs_on_real_codex_and_the_heartbeat_carries_codex_facts(
     assert proxy.requests(f"/{task_id}/progress")
     app_server = plane.devices()[0]["capabilities"]["codexAppServer"]
     assert app_server["available"] is True
-    assert app_server["version"] == PINNED_CODEX_VERSION and app_server["transport"] == "stdio"
+    assert app_server["version"] == codex_release and app_server["transport"] == "stdio"
     metadata = app_server["metadata"]
     assert metadata["models"] and metadata["defaultModel"] and metadata["discoveredAt"]
     assert "error" not in metadata
@@ -87,8 +87,8 @@ def _kill_hard(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_results_survive_sigkill_and_orphans_are_reported_failed_after_restart(
-    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
-    workdir: Path, scripted_model: sm.ScriptedModel,
+    tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_release: str,
+    codex_home: Path, workdir: Path, scripted_model: sm.ScriptedModel,
 ) -> None:
     identity = await pair_device(tmp_path / "state", proxy.url, plane.create_pairing_code(), policy=FAST)
     scripted_model.enqueue(sm.turn(sm.message("first result")), sm.hang(sm.message("thinking")))

@@ -7,12 +7,16 @@ traceback.
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from boss_agent.cli import doctor
+from boss_agent.codexfeatures import detect
+from boss_agent.codexversion import NEWEST_TESTED, dotted, range_text
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import Identity, save_identity
 from tests.conftest import RedisProcess, free_port
@@ -27,7 +31,8 @@ async def pair(env: dict[str, str], plane: ControlPlane) -> None:
 
 
 async def test_a_paired_healthy_machine_passes_every_check_but_the_service(
-    tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, redis_server: RedisProcess,
+    tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_release: str, codex_home: Path,
+    redis_server: RedisProcess,
 ) -> None:
     env = isolated(tmp_path, BOSS_CODEX_BIN=codex_bin, CODEX_HOME=str(codex_home),
                    BOSS_GATEWAY_ENABLED="true", BOSS_REDIS_URL=redis_server.url)
@@ -35,7 +40,9 @@ async def test_a_paired_healthy_machine_passes_every_check_but_the_service(
     code, checks, out = await run_doctor(env)
     assert [c for c in checks.values() if c["result"] == "fail"] == []
     assert code == 0
-    assert checks["codex"] == {"name": "codex", "result": "ok", "detail": "codex 0.171.0", "fix": ""}
+    assert checks["codex"]["result"] == "ok" and checks["codex"]["fix"] == ""
+    # The feature set of the release under test, each one either present or on a fallback.
+    assert checks["codex"]["detail"].startswith(f"codex {codex_release} (features: turn_tag, turns_list, ")
     assert checks["app-server"]["result"] == "ok" and "stdio" in checks["app-server"]["detail"]
     assert checks["discovery"]["result"] == "ok" and "default model" in checks["discovery"]["detail"]
     assert checks["server"]["result"] == "ok" and "token accepted" in checks["server"]["detail"]
@@ -81,15 +88,37 @@ def test_an_open_state_dir_or_token_file_fails_with_the_chmod_that_fixes_it(tmp_
     assert state["result"] == "fail" and state["fix"] == f"chmod 700 {config.state_dir}"
 
 
-def test_a_codex_other_than_the_tested_version_is_a_warning(tmp_path: Path) -> None:
-    # A stand-in `codex` that only prints another version: no other release is installed here.
+def _stand_in(tmp_path: Path, version: str) -> str:
+    """A `codex` that only prints a version: the check reads nothing else before it decides."""
     fake = tmp_path / "codex"
-    fake.write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")
+    fake.write_text(f"#!/bin/sh\necho 'codex-cli {version}'\n")
     fake.chmod(0o755)
-    config = doctor.load_config(None, overrides={"codex.bin": str(fake)}, environ={})
+    return str(fake)
+
+
+def test_a_codex_below_the_supported_range_fails_with_the_range_and_the_upgrade(tmp_path: Path) -> None:
+    config = doctor.load_config(None, overrides={"codex.bin": _stand_in(tmp_path, "0.149.0")}, environ={})
     check = doctor.check_codex(config)
-    assert check["result"] == "warn" and "0.170.0" in check["detail"]
-    assert check["fix"] == f"npm install -g @openai/codex@{doctor.TESTED_CODEX_VERSION}"
+    assert check["result"] == "fail" and "0.149.0" in check["detail"] and range_text() in check["detail"]
+    assert check["fix"] == f"npm install -g @openai/codex@{dotted(NEWEST_TESTED)}"
+
+
+def test_a_codex_newer_than_tested_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    newer = dotted((NEWEST_TESTED[0], NEWEST_TESTED[1] + 1, 0))
+    config = doctor.load_config(None, overrides={"codex.bin": _stand_in(tmp_path, newer)}, environ={})
+    check = doctor.check_codex(config)
+    assert check["result"] == "warn" and newer in check["detail"]
+
+
+def test_the_features_of_a_codex_binary_are_detected_once_and_cached_in_the_state_dir(
+        tmp_path: Path, codex_bin: str, codex_release: str) -> None:
+    first = detect(codex_bin, tmp_path)
+    cache = tmp_path / "codex-features.json"
+    assert first.version == codex_release and cache.is_file()
+    key = next(iter(json.loads(cache.read_text())))
+    # What the cache says is what a second call returns: the schema is not read again.
+    cache.write_text(json.dumps({key: {**asdict(first), "turn_tag": not first.turn_tag}}))
+    assert detect(codex_bin, tmp_path).turn_tag is not first.turn_tag
 
 
 def test_a_check_that_crashes_is_reported_failed_not_raised(

@@ -10,12 +10,12 @@ import httpx
 
 from boss_agent.demo import scripted_model as sm
 from boss_agent.codexbin import codex_version, resolve_native
-from tests.conftest import PINNED_CODEX_VERSION
+from boss_agent.codexversion import Support, support
 from tests.support.codex_raw import RawCodex
 
 
-def test_pinned_codex_version_is_installed(codex_bin: str) -> None:
-    assert codex_version(codex_bin) == PINNED_CODEX_VERSION
+def test_the_codex_under_test_is_inside_the_supported_range(codex_release: str) -> None:
+    assert support(codex_release) is Support.INSIDE
 
 
 def test_real_codex_runs_a_turn_against_the_scripted_model(
@@ -48,8 +48,8 @@ def test_scripted_model_fails_with_the_scripted_http_status(scripted_model: sm.S
     assert scripted_model.requests[0].stream_end == "http_error"
 
 
-def test_the_npm_wrapper_resolves_to_the_native_binary_next_to_it(codex_bin: str) -> None:
+def test_the_npm_wrapper_resolves_to_the_native_binary_next_to_it(codex_bin: str, codex_release: str) -> None:
     binary = resolve_native(codex_bin)
     assert binary.path.endswith("/bin/codex") and "vendor" in binary.path
     assert binary.env["CODEX_MANAGED_BY_NPM"] == "1"
-    assert codex_version(binary.path) == PINNED_CODEX_VERSION
+    assert codex_version(binary.path) == codex_release

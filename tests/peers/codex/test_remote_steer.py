@@ -27,6 +27,8 @@ def _live_refs(proxy: FaultProxy, task_id: str) -> list[dict[str, Any]]:
             if s.status == 200 and s.body.get("turnId")]
 
 
+# A steer into a hung response: a codex before 0.169 holds it until the response ends.
+@pytest.mark.codex_feature("immediate_steer")
 async def test_with_one_slot_a_steer_reaches_the_running_turn_it_names(
     tmp_path: Path, plane: ControlPlane, proxy: FaultProxy, codex_bin: str, codex_home: Path,
     workdir: Path, scripted_model: sm.ScriptedModel,
