@@ -17,8 +17,8 @@ from boss_agent.appserver.client import AppServer
 from boss_agent.codexfeatures import detect
 from boss_agent.demo import scripted_model as sm
 from boss_agent.runner import Runner
-from tests.peers.codex.test_appserver_transports import codex_settings
-from tests.security.support import hostile
+from tests.support.appserver import codex_settings
+from tests.support.security import hostile
 from tests.support.config import make_config
 from tests.support.runner import Sink
 
