@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 
@@ -37,11 +37,9 @@ from boss_agent.sources.gateway.registry import (
 )
 from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
+from boss_agent.sources.contract import ThreadRegistry
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
-
-if TYPE_CHECKING:
-    from boss_agent.sources.gateway.fleet import Fleet
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +69,9 @@ class Shared:
     runs: RunRegistry
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
-    fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
+    # Where threads and turns are published (the gateway's ``Fleet``; None in bare tests).
+    # Named by its contract: the fleet is built on this, so it cannot be imported here.
+    fleet: ThreadRegistry | None = None
 
     @property
     def slots(self) -> Slots:
