@@ -207,7 +207,7 @@ class DaemonMetrics:
 
     async def _redis_facts(self) -> list[Metric]:
         gateway = self.daemon.gateway
-        if gateway is None or not gateway.status.get("connected"):
+        if gateway is None or not gateway.info.get("connected"):
             return []
         try:
             async with asyncio.timeout(REDIS_SCRAPE_TIMEOUT_S):

@@ -13,6 +13,8 @@ the source interrupts the turn and ends the task ``cancelled``; a daemon shutdow
 interrupts a running turn on the app-server and ends the task ``cancelled``. One run
 per thread (device API §3): a follow-up of a thread whose turn runs waits for it
 holding no slot, fails ``thread_busy`` when it waits too long, and a steer joins.
+Admission is the registry's, so both sources force a runner that ignores a cancel once
+the grace has passed (``cancel_forced``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import CT_TASK
-from boss_agent.sources.inflight import THREAD_BUSY
+from boss_agent.sources.inflight import CANCEL_FORCED, THREAD_BUSY
+from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.conftest import RedisProcess
 from tests.peers.codex.test_appserver_transports import Listener
 from tests.support.config import make_config
@@ -48,6 +51,7 @@ FAST = BossApiRetry.fast()
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
 THREAD_WAIT_S = 0.5  # the thread_busy test's wait for a turn that never ends (its hang is held)
+FORCE_GRACE_S = 0.5  # the force test's grace: its runner never stops by itself
 
 
 @dataclass
@@ -299,3 +303,23 @@ async def test_a_steer_joins_the_running_turn_instead_of_waiting_for_it(world: W
     assert (steered.status, steered.text, steered.turn) == ("completed", "steered answer", turn), steered
     assert held.status == "completed" and held.turn == turn
     assert "focus on the tests" in world.model.requests[-1].input_texts()
+
+
+async def test_a_runner_that_ignores_a_cancel_is_forced_after_the_grace_and_reported_once(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = world.daemon.runner
+    assert runner is not None
+    real = runner.run
+
+    async def deaf(task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        return await real(task, sink, asyncio.Event())  # a cancel never reaches the turn
+
+    monkeypatch.setattr(runner, "run", deaf)
+    world.daemon.runs.cancel_grace_s = FORCE_GRACE_S
+    key = await _hung_turn(world, "msg-deaf")
+    await world.side.refs(key)  # its turn runs
+    await world.side.cancel(key)
+    outcome = await world.side.outcome(key)
+    assert (outcome.status, outcome.error_code, outcome.deliveries) == ("cancelled", CANCEL_FORCED, 1), outcome
+    world.model.release()

@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 PAGE = 100  # pending entries per XPENDING page
 RECLAIM_PAGES = 10  # pages a round looks at per stream; the cursor resumes next round
 
-Dispatch = Callable[..., Awaitable[None]]  # (entry, fields, *, slot_held) -> None
+Dispatch = Callable[[Entry, Any], Awaitable[None]]  # (entry, fields): the gateway handles it like a fresh read
 
 
 class Reclaimer:
@@ -76,4 +76,4 @@ class Reclaimer:
             self.shared.stats["reclaimed"] += 1
             logger.warning("reclaimed a pending entry of a worker that is gone")
             fields_: Any = fields or {}
-            await self.dispatch(Entry(stream, eid.decode()), fields_, slot_held=False)
+            await self.dispatch(Entry(stream, eid.decode()), fields_)

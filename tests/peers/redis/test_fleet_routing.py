@@ -279,7 +279,7 @@ async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> Non
             pipe.xadd("byai_gateway:ctrl:worker:w1", {"data": json.dumps(command)})
         await pipe.execute()
         events = await read_events(redis, "s-twice", "m-twice")
-        await eventually(lambda: gateway.status["counts"].get("skipped", 0) + gateway.status["counts"].get(
+        await eventually(lambda: gateway.info["counts"].get("skipped", 0) + gateway.info["counts"].get(
             "completed", 0) == 2)
         pending = await redis.xpending("byai_gateway:ctrl:worker:w1", "agent_engines")
     await redis.aclose()
@@ -297,7 +297,7 @@ async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_serv
     async with running_gateway(redis_server.url, runner, "w1") as gateway:
         await ask(sdk_client(redis), "s-wt", "hello", "m-wt")
         events = await read_events(redis, "s-wt", "m-wt")
-        await eventually(lambda: gateway.status["ready"])
+        await eventually(lambda: gateway.info["ready"])
     await redis.aclose()
     assert events[-1].event_type == "appStreamResponse"
     assert [t.task_id for t in runner.tasks] == ["m-wt"]
