@@ -24,6 +24,7 @@ from typing import Any, Self
 
 from tenacity import RetryCallState
 
+from boss_agent.appserver import contract
 from boss_agent.appserver.connect import Connection, Connector
 from boss_agent.appserver.methods import AppServerClient, OverloadRetry
 from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
@@ -52,7 +53,7 @@ ERROR_CHARS = 200  # status errors are one short sanitized line
 _USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\d[^\s]*)")
 
 
-class AppServer:
+class AppServer(contract.Supervisor):
     """Shared by all concurrent tasks: threads are multiplexed on one connection."""
 
     def __init__(self, codex: CodexSettings, *, state_dir: Path, codex_home: Path | None = None,

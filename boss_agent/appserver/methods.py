@@ -26,7 +26,8 @@ from tenacity import RetryCallState
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
-from boss_agent.appserver.rpc import Dispatcher
+from boss_agent.appserver import contract
+from boss_agent.appserver.contract import Dispatcher
 from boss_agent.backoff import Backoff
 from boss_agent.errors import (
     ConnectionClosed,
@@ -63,8 +64,9 @@ class OverloadRetry(Backoff):
         logger.info("codex app-server overloaded; retry %s", state.attempt_number)
 
 
-class AppServerClient:
-    """Typed methods over one initialized connection. Safe to share between tasks."""
+class AppServerClient(contract.Client):
+    """Typed methods over one initialized connection (a ``contract.Client`` over a
+    ``contract.Dispatcher``). Safe to share between tasks."""
 
     def __init__(self, dispatcher: Dispatcher, *, timeout_s: float,
                  policy: OverloadRetry | None = None, max_in_flight: int = MAX_IN_FLIGHT) -> None:

@@ -31,6 +31,7 @@ from boss_agent.runner.feed import CardFeed
 from boss_agent.tasks import ApprovalRequest, TaskSink
 
 if TYPE_CHECKING:
+    from boss_agent.appserver.routing import ServerRequest
     from boss_agent.appserver.protocol import (
         AdditionalFileSystemPermissions,
         RequestPermissionProfile,
@@ -135,7 +136,8 @@ def _schema(value: object, workdir: str) -> dict[str, Any] | None:
         if isinstance(node, list):
             return [clean(v) for v in node]
         return sanitize_text(node, workdir=workdir, limit=500) if isinstance(node, str) else node
-    return clean(value)  # type: ignore[return-value]
+    cleaned = clean(value)
+    return cleaned if isinstance(cleaned, dict) else None
 
 
 def details(method: str, params: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -218,7 +220,7 @@ class Approvals:
         self._waiting: dict[object, asyncio.Task[None]] = {}  # codex request id -> its wait
         self._stop_reason: dict[object, str] = {}  # why a wait was cancelled (withdraw reason)
 
-    def start(self, tg: asyncio.TaskGroup, request: Any) -> None:
+    def start(self, tg: asyncio.TaskGroup, request: ServerRequest) -> None:
         """Take one server request; the wait runs in ``tg`` beside the notification loop."""
         params = request.params if isinstance(request.params, dict) else {}
         aid = approval_id(self.task_id, self.attempt, getattr(request, "connection", ""), request.id)
@@ -239,7 +241,7 @@ class Approvals:
         for request_id in list(self._waiting):
             self.resolved(request_id, reason)
 
-    async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
+    async def _handle(self, request: ServerRequest, params: dict[str, Any], aid: str) -> None:
         kind, summary, risk = describe(request.method, params, self.workdir)
         # requestId joins this record to the card's entry for the codex request itself.
         entry = {"id": aid, "kind": kind, "risk": risk, "summary": summary, "requestId": request.id}
