@@ -31,6 +31,8 @@ that meets them, and chained with ``raise ... from exc``.
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
     ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
     │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
+    ├── UnknownCardField            ``Card.evolve`` given a field the card does not have (a bug:
+    │                               never swallowed as a message shape codex did not promise)
     └── ControlPlaneError           the embedded control plane refuses a request
                                     (``status``, ``code``: the HTTP error it answers)
 
@@ -216,6 +218,14 @@ class IllegalTransition(BossAgentError):
         self.old = old
         self.new = new
         super().__init__(f"{lifecycle}: no move from {old!r} to {new!r}")
+
+
+class UnknownCardField(BossAgentError):
+    """``Card.evolve`` was given a field the card does not have: a typo in our code."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(f"the progress card has no field {', '.join(map(repr, names))}")
 
 
 class ControlPlaneError(BossAgentError):

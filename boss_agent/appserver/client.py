@@ -94,7 +94,7 @@ class AppServer(contract.Supervisor):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._state = SupervisorState.STOPPED
+        self._set_state(SupervisorState.STOPPED)  # every state may stop; a late step may not undo it
         if self._task is not None:
             self._task.cancel()
         try:

@@ -296,7 +296,11 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         return card  # a response to one of our requests: nothing for the card
     try:
         return _dispatch(card, method, message, params)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+    except AttributeError as exc:
+        if isinstance(exc.obj, Card):
+            raise  # a misspelt card field in our own handler: a bug, loudly
+        return _unknown(card, None)  # a shape codex did not promise (see below)
+    except (TypeError, ValueError, KeyError, IndexError):
         # A shape codex did not promise: that one message is dropped, never the card.
         return _unknown(card, None)
     except IllegalTransition:

@@ -169,7 +169,7 @@ async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_t
                                           "status": "COMPLETED",
                                           "reply_data": {"formId": form_id, "decision": "accept"}})
             events = await read_events(redis, "s1", "msg-f")
-            assert other.status["counts"]["forwarded"] == 1
+            assert other.info["counts"]["forwarded"] == 1
     assert runner.decisions["msg-f"] == "accept" and delta_text(events[-2]) == "ok accept"
 
 
