@@ -27,7 +27,15 @@ that meets them, and chained with ``raise ... from exc``.
     │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
     ├── GatewayError                Redis Streams gateway
     │   ├── DuplicateWorker         another process holds this worker id's lease
-    │   └── BadCommand              a stream entry that is not a valid command (poison)
+    │   ├── BadCommand              a stream entry that is not a valid command (poison)
+    │   └── RedisFailure            a Redis command failed (redis-py's errors, mapped once in
+    │       │                       ``sources/gateway/redis_errors.py``; ``reply``: Redis's own word)
+    │       ├── RedisUnavailable    no answer: refused, dropped, timed out, loading, read-only,
+    │       │                       failing over; the retry policy retries exactly these
+    │       ├── MissingGroup        NOGROUP (or UNBLOCKED: the stream went while a read waited)
+    │       ├── GroupExists         BUSYGROUP: the consumer group is there already
+    │       ├── WrongType           WRONGTYPE: the key holds another kind of value
+    │       └── WatchedKeyChanged   a WATCHed key changed before EXEC: try the transaction again
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
     ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
     │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
@@ -204,6 +212,34 @@ class BadCommand(GatewayError):
     def __init__(self, message: str, header: object = None) -> None:
         self.header = header
         super().__init__(message)
+
+
+class RedisFailure(GatewayError):
+    """A Redis command failed; ``reply`` is Redis's error word (``NOGROUP``…) or ''."""
+
+    def __init__(self, message: str, reply: str = "") -> None:
+        self.reply = reply
+        super().__init__(message)
+
+
+class RedisUnavailable(RedisFailure):
+    """Redis gave no usable answer now; a later attempt may get one."""
+
+
+class MissingGroup(RedisFailure):
+    """The consumer group (or its stream) is not there: Redis restarted without its data."""
+
+
+class GroupExists(RedisFailure):
+    """Creating a consumer group that exists already: the only tolerable XGROUP error."""
+
+
+class WrongType(RedisFailure):
+    """The key holds a value of another type (someone wrote over one of our keys)."""
+
+
+class WatchedKeyChanged(RedisFailure):
+    """A key WATCHed by an optimistic transaction changed before it executed."""
 
 
 class ServiceError(BossAgentError):

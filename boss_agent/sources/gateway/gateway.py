@@ -36,12 +36,12 @@ with each lease refresh, ``requeue`` when a read ASK finds no slot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any, cast
 
-from redis.exceptions import ResponseError
 from redis.typing import KeyT, StreamIdT
 
 from boss_agent import metrics
@@ -51,6 +51,8 @@ from boss_agent.errors import (
     ConfigError,
     DuplicateWorker,
     GatewayError,
+    GroupExists,
+    MissingGroup,
     TaskRejected,
 )
 from boss_agent.sources.slots import Slots
@@ -227,11 +229,8 @@ class Gateway:
     # --- start and stop ---------------------------------------------------------------
     async def _ensure_groups(self) -> None:
         for stream in (*self._agent_streams, self._control_stream):
-            try:
+            with contextlib.suppress(GroupExists):  # the one XGROUP error to tolerate
                 await self.redis.xgroup_create(stream, self.group, id="0", mkstream=True)
-            except ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
 
     async def _release(self, presence: WorkerPresence) -> None:
         try:
@@ -260,11 +259,9 @@ class Gateway:
                 try:
                     reply = await self.redis.xreadgroup(self.group, self.worker_id, streams,
                                                         count=count, block=block)
-                except ResponseError as exc:
-                    # UNBLOCKED: the stream was deleted while we were blocked on it
-                    # (FLUSHALL, a DEL from outside); the group went with it.
-                    if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
-                        raise
+                except MissingGroup:
+                    # Also when the stream was deleted while we were blocked on it
+                    # (FLUSHALL, a DEL from outside): the group went with it.
                     logger.error("consumer group %s is missing (Redis restarted or stream "
                                  "deleted); recreating it", self.group)
                     await self._ensure_groups()

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from redis.exceptions import ResponseError
 from redis.typing import StreamIdT
 
+from boss_agent.errors import MissingGroup
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.execution import Entry, Shared
 
@@ -40,9 +40,7 @@ class Reclaimer:
     async def round(self, stream: str) -> None:
         try:
             await self._pages(stream)
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
+        except MissingGroup:
             # Redis restarted without its data: nothing is pending, and the readers
             # recreate the group on their next read.
             self.cursor.pop(stream, None)

@@ -21,9 +21,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import WatchError
 
-from boss_agent.errors import DuplicateWorker
+from boss_agent.errors import DuplicateWorker, WatchedKeyChanged
 from boss_agent.lifecycles import EXECUTION, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import now_ms
@@ -197,7 +196,7 @@ class ExecutionRecords:
                     self._write(pipe, reg, message_id, new)
                     await pipe.execute()
                     return new
-                except WatchError:
+                except WatchedKeyChanged:
                     continue
         raise RuntimeError("execution record kept changing under us")
 
