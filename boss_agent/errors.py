@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/test_errors.py.
+# JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/unit/test_errors.py.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601

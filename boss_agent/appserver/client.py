@@ -40,7 +40,7 @@ __all__ = ["AppServer", "AppServerClient", "Notification", "OverloadRetry", "Res
 
 logger = logging.getLogger(__name__)
 
-# Cold start is 0.1-0.5 s (facts §10); a loaded box and a listener start take longer.
+# codex's cold start is 0.1-0.5 s on an idle machine; a loaded box and a listener start take longer.
 STARTUP_TIMEOUT_S = 45.0
 # How long client() waits for a (re)connect in progress before giving up.
 CLIENT_WAIT_S = 30.0

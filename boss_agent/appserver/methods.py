@@ -39,7 +39,7 @@ from boss_agent.jsonshape import obj
 
 logger = logging.getLogger(__name__)
 
-# codex's ingress channel holds 128 requests and answers -32001 beyond that (facts §3i);
+# codex's ingress channel holds 128 requests and answers -32001 beyond that;
 # 32 leaves room for the other connections sharing a listener.
 MAX_IN_FLIGHT = 32
 # Notifications the progress card never reads; opting out saves a JSON line per chunk.

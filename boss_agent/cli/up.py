@@ -35,7 +35,7 @@ from boss_agent.cli.task_follow import controlplane_dir
 logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765  # stable, so the page's bookmark keeps working; --port 0 picks a free one
-DEMO_MODEL = "gpt-5.5"  # the slug whose tool surface the demo model scripts (facts §0.2)
+DEMO_MODEL = "gpt-5.5"  # the slug whose tool surface the demo model scripts (see scripted_model)
 
 
 async def _pair_with(plane: ControlPlane, state_dir: Path) -> None:

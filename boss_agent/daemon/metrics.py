@@ -45,7 +45,7 @@ from boss_agent.sources.gateway import keys
 if TYPE_CHECKING:
     from boss_agent.appserver.client import AppServer
     from boss_agent.config import Config
-    from boss_agent.daemon.lifecycle import ShutdownController
+    from boss_agent.daemon.process import ShutdownController
     from boss_agent.sources.boss import BossSource
     from boss_agent.sources.gateway import Gateway
     from boss_agent.sources.inflight import RunRegistry

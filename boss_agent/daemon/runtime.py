@@ -10,7 +10,7 @@ systemd watchdog; then it signals readiness (``ready`` and ``READY=1``) and wait
 for a stop request. Both sources put their runs in one ``RunRegistry`` whose
 ``Slots`` hold ``max_concurrent_tasks``: the device never runs more than that.
 
-Shutdown follows uvicorn (``lifecycle.ShutdownController``) and is one loop over
+Shutdown follows uvicorn (``process.ShutdownController``) and is one loop over
 the sources and one registry: SIGTERM/SIGINT stops every source taking work (the
 Boss source also cancels at once the tasks that only wait on an approval);
 running tasks get ``grace_period_s`` to finish; then ``force_cancel`` sets every
@@ -41,7 +41,7 @@ from boss_agent.netaddr import check_redis_url, check_server_url
 from boss_agent.errors import ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
-from boss_agent.daemon.lifecycle import (
+from boss_agent.daemon.process import (
     READY,
     STOPPING,
     InstanceLock,

@@ -6,7 +6,7 @@ message from ``codex app-server`` and the runner's own ``boss/*`` lifecycle even
 ``NOTIFICATIONS`` and ``REQUESTS`` name every method of codex's ``ServerNotification``
 and ``ServerRequest`` lists (0.171.0); ``ITEMS`` (items.py) names every ThreadItem
 type. Each entry is a handler or ``None`` (deliberately ignored), with the reason.
-``tests/test_protocol_snapshot.py`` fails when the committed schema grows a method the
+``tests/peers/codex/test_protocol_snapshot.py`` fails when the committed schema grows a method the
 tables do not classify. At run time a method nobody knows (a newer codex) is ignored
 and counted in ``card.ignored_count``, never an error.
 

@@ -17,7 +17,7 @@ control plane over HTTP (``sources.boss``) and the Redis Streams gateway
   flat keys of ``daemon.statefile.STATE_KEYS``, never a secret. The daemon merges the
   sources' parts and knows none of their keys.
 
-A fleet's ``ThreadRegistry`` (the gateway's ``Fleet``) is where the device publishes
+A fleet's ``FleetThreads`` (the gateway's ``Fleet``) is where the device publishes
 the Codex threads it holds, whichever source started them; the ``RunRegistry`` relays
 a source's threads to it while a gateway is up.
 """
@@ -44,7 +44,7 @@ class TaskSource(Protocol):
         """This source's keys of the state file (``statefile.STATE_KEYS``)."""
 
 
-class ThreadRegistry(Protocol):
+class FleetThreads(Protocol):
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """This device holds ``thread_ref``, and ``turn_id`` runs on it now."""
 

@@ -66,7 +66,7 @@ from boss_agent.aio import race
 from boss_agent.progress.card import new_card
 from boss_agent.progress.reducer import reduce
 from boss_agent.redact import sanitize_text
-from boss_agent.sources.contract import ThreadRegistry
+from boss_agent.sources.contract import FleetThreads
 from boss_agent.sources.slots import Slots
 from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
 from boss_agent.timefmt import utc_iso
@@ -135,7 +135,7 @@ class RunRegistry:
         self.changed = asyncio.Event()  # a run ended or a slot was handed back
         self._idle = asyncio.Event()
         self._idle.set()
-        self.threads: ThreadRegistry | None = None  # the gateway's fleet, while it is up
+        self.threads: FleetThreads | None = None  # the gateway's fleet, while it is up
         self._published: asyncio.Future[None] | None = None  # the last publication queued
 
     def __repr__(self) -> str:
@@ -262,8 +262,14 @@ class RunRegistry:
             if run.task is not None:
                 run.task.cancel()
 
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
+    async def wait_idle(self, source: str | None = None) -> None:
+        """Until no run is left (of ``source`` only, when given)."""
+        if source is None:
+            await self._idle.wait()
+            return
+        while self.count(source):
+            self.changed.clear()
+            await self.changed.wait()
 
     async def wind_down(self, source: str, reason: str, timeout_s: float) -> None:
         """``source`` failed: cancel its runs and give them ``timeout_s`` to end."""
@@ -272,9 +278,7 @@ class RunRegistry:
                 run.request_cancel(reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                while self.count(source):
-                    self.changed.clear()
-                    await self.changed.wait()
+                await self.wait_idle(source)
 
     # ------------------------------------------------------------------ the fleet
 
@@ -287,7 +291,7 @@ class RunRegistry:
         if thread_ref or turn_id:
             self._publish(lambda threads: threads.task_ended(thread_ref, turn_id))
 
-    def _publish(self, call: Callable[[ThreadRegistry], Awaitable[None]]) -> None:
+    def _publish(self, call: Callable[[FleetThreads], Awaitable[None]]) -> None:
         threads = self.threads
         if threads is None:
             return

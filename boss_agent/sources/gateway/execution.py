@@ -37,7 +37,7 @@ from boss_agent.sources.gateway.registry import (
 )
 from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
-from boss_agent.sources.contract import ThreadRegistry
+from boss_agent.sources.contract import FleetThreads
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
 
@@ -70,7 +70,7 @@ class Shared:
     stats: Counter[str] = field(default_factory=Counter)
     # Where threads and turns are published (the gateway's ``Fleet``; None in bare tests).
     # Named by its contract: the fleet is built on this, so it cannot be imported here.
-    fleet: ThreadRegistry | None = None
+    fleet: FleetThreads | None = None
 
     @property
     def slots(self) -> Slots:

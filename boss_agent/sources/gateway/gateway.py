@@ -1,10 +1,12 @@
 """The gateway worker: reads commands from Redis Streams and runs them as tasks.
 
-One ``Gateway`` owns one task group with five loops — lease heartbeat, agent-type
+One ``Gateway`` owns two task groups: one for its loops — lease heartbeat, agent-type
 reader, worker-stream (control) reader, reclaimer, and the one-off recovery of its
-own pending entries — plus one child task per running task. ``run`` returns only by
-cancellation or a fatal error (the lease was lost, a non-retryable Redis error);
-Redis outages are retried with the policy object and never end it.
+own pending entries — and, around it, one for its task runs (one child task each), so
+a loop that fails lets the runs interrupt their turns (``wind_down``) before anything
+cancels them. ``run`` returns only by cancellation or a fatal error (the lease was
+lost, a non-retryable Redis error); Redis outages are retried with the policy object
+and never end it.
 
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
 passes the ``RunRegistry`` (and its ``Slots``) it shares with the Boss source, so both
@@ -176,8 +178,9 @@ class Gateway:
             self._task_reader.cancel()
 
     async def wait_idle(self) -> None:
-        """Return once no task runs or waits for the user (in this worker's registry)."""
-        await self.runs.wait_idle()
+        """Return once none of this worker's tasks runs or waits for the user (a Boss task
+        in the same registry is not this worker's to wait for)."""
+        await self.runs.wait_idle(SOURCE)
 
     async def close(self) -> None:
         """Nothing is left to deliver: each run reported its own result; ``run`` frees Redis."""

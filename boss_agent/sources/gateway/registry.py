@@ -8,6 +8,11 @@ them (``exec:{execution_id}`` and ``msg_map:{message_id}``), so the SDK's
 ``GatewayClient.cancel_task`` finds this worker and cascades. Records are changed
 with optimistic WATCH/MULTI transactions: the client marks CANCELLING in the same
 hash while we mark RUNNING, and neither write may lose the other.
+
+"Registry" here is by-framework's word for these Redis keys (``registry:…``). It is
+not the daemon's ``RunRegistry`` (``sources/inflight.py``: the runs in flight, in
+memory) nor the fleet's thread publication (``contract.FleetThreads``: which worker
+holds a Codex thread, ``fleet.py``).
 """
 
 from __future__ import annotations
