@@ -56,7 +56,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from types import TracebackType
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,11 +196,11 @@ class RunRegistry:
         self._runs[run.key] = run
         self._idle.clear()
 
-    def _leave(self, run: Run) -> None:
+    def _leave(self, run: Run) -> None:  # idempotent: the block's end, then its task's
         if self._starting.get(run.key) is run:
             del self._starting[run.key]
             self.hand_back(run)
-        else:
+        elif self._runs.get(run.key) is run:
             self.finish(run)
 
     def finish(self, run: Run) -> None:
@@ -449,6 +449,16 @@ class Admission:
         """It runs: the drain, ``ids`` and ``count`` see it (a cancel already did)."""
         self.registry._register(self.run)
         return self.run
+
+    def start_in(self, tg: asyncio.TaskGroup, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` (which enters this admission) as the run's task in ``tg``.
+
+        Leaving is also tied to the task's end: a task cancelled before its first step
+        never enters ``async with`` (its source failed right after taking the task), and
+        its admission would otherwise stay in the registry, holding its slot and its id.
+        """
+        self.run.task = tg.create_task(work, name=name)
+        self.run.task.add_done_callback(lambda _: self.registry._leave(self.run))
 
     async def __aenter__(self) -> Admission:
         return self

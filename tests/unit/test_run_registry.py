@@ -265,3 +265,24 @@ async def test_a_gateway_is_idle_when_its_own_runs_end_though_a_boss_run_goes_on
         assert runs.get("boss", "t1") is boss  # the Boss run goes on; the gateway did not wait for it
     finally:
         await gateway.redis.aclose()
+
+
+@pytest.mark.parametrize("registered", [False, True])
+async def test_a_run_whose_task_is_cancelled_before_it_ever_ran_still_leaves_the_registry(
+        registered: bool) -> None:
+    runs = RunRegistry(Slots(1))
+    admission = runs.admit("gateway", "m1")
+    if registered:
+        admission.register()
+    entered = asyncio.Event()
+
+    async def work() -> None:
+        async with admission:
+            entered.set()
+
+    with pytest.raises(ExceptionGroup):
+        async with asyncio.TaskGroup() as tg:
+            admission.start_in(tg, work(), "task m1")
+            raise ExceptionGroup("its source failed at once", [RuntimeError("boom")])
+    assert not entered.is_set()  # the task never ran its first step
+    assert not runs.knows("gateway", "m1") and runs.slots.used == 0 and len(runs) == 0

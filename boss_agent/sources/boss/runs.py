@@ -152,7 +152,7 @@ class TaskRuns:
         # thread/start: the runner waits for it only before Codex acts (ready_to_run),
         # so a task this daemon may have started is always on disk first.
         journaled = asyncio.ensure_future(asyncio.to_thread(self._journal, task_id, task.attempt))
-        admission.run.task = tg.create_task(self._run(task, admission, journaled), name=f"task {task_id}")
+        admission.start_in(tg, self._run(task, admission, journaled), f"task {task_id}")
 
     def _journal(self, task_id: str, attempt: int) -> None:
         """In a thread. Never raises: a disk that refuses the write keeps the record in

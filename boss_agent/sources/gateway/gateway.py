@@ -334,7 +334,7 @@ class Gateway:
             # Admitted now, before the next entry is read: it takes a free slot at once.
             admission = self.runs.admit(SOURCE, message_id,
                                         steer=bool(command.extra_payload.get("targetCodexTurnId")))
-            self._tg.create_task(self._start(admission, command, entry, fields))
+            admission.start_in(self._tg, self._start(admission, command, entry, fields), f"ask {message_id}")
         elif isinstance(command, wire.Resume):
             await self._guard(route_resume(self.runs, self.shared, command, entry))
         else:
@@ -376,8 +376,7 @@ class Gateway:
             if not admitted:  # cancelled while it waited for a slot: nothing ran
                 await self._guard(execution.reporter.finish("CANCELLED", reason=started.run.reason))
                 return
-            run = started.register()
-            run.task = asyncio.current_task()
+            started.register()
             await self._guard(execution.run())
 
     async def _prepare(self, ask: wire.Ask, entry: Entry, run: Run) -> Execution | None:
