@@ -8,7 +8,8 @@ app-server. The scripted model is the witness on the far side: a turn interrupte
 the app-server closes its model stream (``stream_end == "peer_closed"``).
 
 The contract: a task from the source runs on codex and its result is delivered
-once; the same task delivered again while it runs is not run twice; a cancel from
+once; the same task delivered again while it runs is not run twice and takes no second
+slot, and the slot goes back when the run ends; a cancel from
 the source interrupts the turn and ends the task ``cancelled``; a daemon shutdown
 interrupts a running turn on the app-server and ends the task ``cancelled``. One run
 per thread (device API §3): a follow-up of a thread whose turn runs waits for it
@@ -230,10 +231,13 @@ async def test_a_task_delivered_again_while_it_runs_runs_one_turn_and_reports_on
 ) -> None:
     key = await _hung_turn(world, "msg-twice")
     await world.side.redeliver(key)
+    runs = world.daemon.runs
+    assert runs is not None and runs.slots.used == 1  # the run holds one slot; its copy took none
     world.model.release()
     outcome = await world.side.outcome(key)
     assert (outcome.status, outcome.deliveries) == ("completed", 1)
     assert len(world.model.requests) == 1  # one model request: the turn ran once
+    await eventually(lambda: runs.slots.used == 0 and len(runs) == 0)  # handed back on the way out
 
 
 async def test_a_cancel_from_the_source_interrupts_the_turn_and_ends_the_task_cancelled(
