@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, overload
+from typing import Any, TypeVar, overload
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @overload
-async def race[A, B](first: Awaitable[A], second: Awaitable[B], /) -> tuple[asyncio.Future[A], asyncio.Future[B]]: ...
+async def race(first: Awaitable[A], second: Awaitable[B], /) -> tuple[asyncio.Future[A], asyncio.Future[B]]: ...
 @overload
 async def race(first: Awaitable[Any], second: Awaitable[Any], third: Awaitable[Any], /,
                *more: Awaitable[Any]) -> tuple[asyncio.Future[Any], ...]: ...

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import ClassVar, Self
+from typing import ClassVar, ParamSpec, Self, TypeAlias, TypeVar
 
 from tenacity import (
     AsyncRetrying,
@@ -35,7 +35,9 @@ from boss_agent.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-type BeforeSleep = Callable[[RetryCallState], None]
+BeforeSleep: TypeAlias = Callable[[RetryCallState], None]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 # fast(): the same shape in milliseconds, bounded so a test that never succeeds ends.
 FAST_INITIAL_S = 0.01
@@ -103,7 +105,7 @@ class Backoff:
             before_sleep=before_sleep or (lambda state: self.log_retry(what, state)),
         )
 
-    async def call[**P, T](self, what: str, fn: Callable[P, Awaitable[T]],
+    async def call(self, what: str, fn: Callable[P, Awaitable[T]],
                            *args: P.args, **kwargs: P.kwargs) -> T:
         """Await ``fn(*args, **kwargs)`` under this backoff.
 

@@ -4,6 +4,10 @@ The npm package installs a node wrapper (``bin/codex.js``) that stays as the par
 of the native binary. Spawning the native binary directly saves ~150 ms per start
 (observed on codex 0.171.0), so ``resolve_native`` looks for it next to the
 wrapper and sets the two variables the wrapper would have set.
+
+``scripts/up.sh`` installs the pinned codex under the checkout's ``.tools/`` (not on the
+PATH) and records its path in the state dir (``INSTALLED_CODEX_FILE``); the config then
+takes it as ``codex.bin`` when no ``codex.bin`` is set (``installed_codex``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from boss_agent.errors import AppServerUnavailable
+from boss_agent.errors import AppServerUnavailable, ConfigError
+from boss_agent.identity import ensure_state_dir, write_atomic
 
+PINNED_CODEX_VERSION = "0.171.0"  # the codex release boss-agent is tested with (scripts/setup-common.sh)
+INSTALL_HINT = f"npm install -g @openai/codex@{PINNED_CODEX_VERSION}"
+INSTALLED_CODEX_FILE = "installed-codex"  # in the state dir: the codex scripts/up.sh installed
 VERSION_TIMEOUT_S = 15  # `codex --version` through node can be slow on a loaded 2-core box
 _VERSION = re.compile(r"(\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?)")
 
@@ -54,10 +62,33 @@ def find_codex(configured: str | None = None) -> str:
     found = shutil.which(os.path.expanduser(candidate))
     if not found:
         where = f"{candidate!r}" if configured else "`codex` on PATH"
-        raise AppServerUnavailable(
-            f"codex CLI not found ({where}); install it with `npm install -g @openai/codex`"
-        )
+        raise AppServerUnavailable(f"codex CLI not found ({where}); install it with `{INSTALL_HINT}`")
     return found
+
+
+def require_codex(configured: str | None) -> str:
+    """``find_codex`` for a command that cannot work without it (`up`, `run`): a config error."""
+    try:
+        return find_codex(configured)
+    except AppServerUnavailable as exc:
+        fix = "fix codex.bin" if configured else "or set codex.bin"
+        raise ConfigError(f"{exc} ({fix}; `boss-agent doctor` checks it)") from None
+
+
+def record_installed_codex(state_dir: Path, path: str) -> Path:
+    """Remember ``path`` as the installed codex (scripts/up.sh); the record's path."""
+    record = ensure_state_dir(state_dir) / INSTALLED_CODEX_FILE
+    write_atomic(record, (str(Path(path).absolute()) + "\n").encode())
+    return record
+
+
+def installed_codex(state_dir: Path) -> str | None:
+    """The codex scripts/up.sh recorded in ``state_dir``, while it is still an executable file."""
+    try:
+        path = (Path(state_dir) / INSTALLED_CODEX_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
 def _native_root(wrapper: Path) -> Path | None:

@@ -18,15 +18,16 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from boss_agent.codexbin import installed_codex
 from boss_agent.errors import ConfigError
 from boss_agent.ids import ID_RULE, valid_id
-from boss_agent.netaddr import address_is_loopback, check_redis_url, check_server_url
+from boss_agent.netaddr import address_is_loopback, check_redis_url, check_server_url, parse_listen, public_origin
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,15 @@ def _opt_path(value: Any) -> Path | None:
     return None if value in (None, "") else _path(value)
 
 
+def _listen(value: Any) -> str:
+    parse_listen(_str(value))  # ValueError names the entry
+    return _str(value).strip()
+
+
+def _origin(value: Any) -> str:
+    return public_origin(_str(value))
+
+
 def _paths(value: Any) -> tuple[Path, ...]:
     return tuple(_path(v) for v in _list(_str, os.pathsep)(value))
 
@@ -182,7 +192,8 @@ KEYS: tuple[Key, ...] = (
         "on SIGTERM, how long running tasks may finish before they are interrupted"),
     Key("log_level", "BOSS_LOG_LEVEL", "info", _choice(("debug", "info", "warning", "error")),
         "log verbosity"),
-    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str, "the Codex CLI (default: `codex` on PATH)"),
+    Key("codex.bin", "BOSS_CODEX_BIN", None, _opt_str,
+        "the Codex CLI (default: the one scripts/up.sh recorded, else `codex` on PATH)"),
     Key("codex.app_server_transport", "BOSS_CODEX_APP_SERVER_TRANSPORT", "stdio",
         _choice(TRANSPORTS), "stdio, ws or unix"),
     Key("codex.app_server_url", "BOSS_CODEX_APP_SERVER_URL", None, _url(("ws", "wss", "unix")),
@@ -230,6 +241,13 @@ KEYS: tuple[Key, ...] = (
         "consumer group name"),
     Key("cua.bin", "BOSS_CUA_DRIVER_BIN", None, _opt_str,
         "the cua-driver executable (default: the cua-driver package's)"),
+    Key("local.listen", "BOSS_LOCAL_LISTEN", (), _list(_listen),
+        "extra https ADDRESS:PORT listeners of the page for phones (a LAN or tailnet address)"),
+    Key("local.tls_cert", "BOSS_LOCAL_TLS_CERT", None, _opt_path,
+        "certificate of the local.listen listeners (default: a self-signed one made once)"),
+    Key("local.tls_key", "BOSS_LOCAL_TLS_KEY", None, _opt_path, "its private key"),
+    Key("local.public_origins", "BOSS_LOCAL_PUBLIC_ORIGINS", (), _list(_origin),
+        "exact https:// origins of a reverse proxy on this machine that forwards to the page"),
     Key("metrics.listen", "BOSS_METRICS_LISTEN", None, _loopback_listen,
         "loopback ADDRESS:PORT serving Prometheus /metrics and /readyz (default: off)"),
 )
@@ -268,6 +286,16 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
+class LocalSettings:
+    """How phones reach the local control plane's page (docs/phone.md)."""
+
+    listen: tuple[str, ...] = ()
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    public_origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     server_url: str | None
     state_dir: Path
@@ -283,6 +311,7 @@ class Config:
     # False when ``workspaces`` is the built-in default (home), which the owner did not list.
     workspaces_listed: bool = True
     allow_insecure_http: bool = False
+    local: LocalSettings = field(default_factory=LocalSettings)
     metrics_listen: tuple[str, int] | None = None  # (host, port) of /metrics and /readyz
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -407,14 +436,21 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
     order = APPROVAL_POLICIES
     if order.index(codex.approval_policy) > order.index(codex.max_approval_policy):
         raise ConfigError("codex.approval_policy: more permissive than codex.max_approval_policy")
+    local = LocalSettings(**{k.split(".", 1)[1]: v[k] for k in v if k.startswith("local.")})
+    if (local.tls_cert is None) != (local.tls_key is None):
+        raise ConfigError("local.tls_cert and local.tls_key go together: set both or neither")
     if not v["server.allow_insecure_http"]:
         check_server_url(v["server.url"], False)  # allowed: the daemon warns at its start instead
     if not gateway.allow_insecure_redis:
         check_redis_url(gateway.redis_url, False)  # likewise
     workspaces = v["workspaces"] or (Path.home(),)
+    state_dir = v["state_dir"] or default_state_dir()
+    if codex.bin is None and (recorded := installed_codex(state_dir)):
+        codex = replace(codex, bin=recorded)  # codex.bin, when set, always wins
+        sources = {**sources, "codex.bin": "recorded by scripts/up.sh"}
     return Config(
         server_url=v["server.url"],
-        state_dir=v["state_dir"] or default_state_dir(),
+        state_dir=state_dir,
         workspaces=tuple(p.resolve() for p in workspaces),
         max_concurrent_tasks=v["max_concurrent_tasks"],
         grace_period_s=v["grace_period_s"],
@@ -426,6 +462,7 @@ def _build(v: dict[str, Any], config_path: Path | None, sources: dict[str, str])
         projects=v[PROJECTS],
         workspaces_listed=bool(v["workspaces"]),
         allow_insecure_http=v["server.allow_insecure_http"],
+        local=local,
         metrics_listen=v["metrics.listen"],
         config_path=config_path,
         sources=sources,

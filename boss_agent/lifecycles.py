@@ -28,8 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 from boss_agent.errors import IllegalTransition
+
+S = TypeVar("S", bound=StrEnum)
 
 
 class TaskStatus(StrEnum):
@@ -96,7 +99,7 @@ TERMINAL_EXECUTION: frozenset[ExecutionStatus] = frozenset(EXECUTION_OF[s] for s
 
 
 @dataclass(frozen=True)
-class Lifecycle[S: StrEnum]:
+class Lifecycle(Generic[S]):
     """A transition table: ``moves[old]`` is every status ``old`` may move to."""
 
     name: str
@@ -124,7 +127,7 @@ class Lifecycle[S: StrEnum]:
         return self.kind(new)
 
 
-def _to[S: StrEnum](*targets: S) -> frozenset[S]:
+def _to(*targets: S) -> frozenset[S]:
     return frozenset(targets)
 
 

@@ -45,6 +45,39 @@ def check_server_url(url: str | None, allow_insecure_http: bool) -> None:
                    "clear text (server.allow_insecure_http = true)", url)
 
 
+def parse_listen(text: str) -> tuple[str, int]:
+    """A ``local.listen`` entry, ``[https://]ADDRESS:PORT``, as ``(address, port)``; ValueError.
+
+    Phone listeners are https only: ``http://`` is refused here, at start, because
+    every session and prompt would cross the LAN in clear text. The address is an IP
+    literal (``[v6]`` bracketed), not loopback (the page already listens there).
+    """
+    entry = text.strip()
+    if entry.lower().startswith("http://"):
+        raise ValueError(f"{entry}: plain http on a network address is refused (phone listeners are https only)")
+    entry = entry.removeprefix("https://").rstrip("/")
+    host, sep, port_text = entry.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) < 65536:
+        raise ValueError(f"{text!r}: expected ADDRESS:PORT")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"{text!r}: the address must be an IP address of this machine") from None
+    if address.is_loopback:
+        raise ValueError(f"{text!r}: loopback is already served (use --port for the page's own port)")
+    return str(address), int(port_text)
+
+
+def public_origin(text: str) -> str:
+    """A ``local.public_origins`` entry as an exact lower-case origin; ValueError."""
+    parts = urlsplit(text.strip())
+    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") or parts.query \
+            or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"{text!r} is not an https:// origin (scheme, host and an optional port only)")
+    return f"https://{parts.netloc.lower()}"
+
+
 # How a gateway Redis URL is protected, strongest first (``doctor`` shows it).
 REDIS_TLS, REDIS_ACL, REDIS_LOOPBACK, REDIS_INSECURE = "tls", "acl", "loopback", "insecure"
 

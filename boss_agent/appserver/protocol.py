@@ -6,10 +6,10 @@ reach are here. Wire data is not validated against these: read it with ``.get`` 
 Import them under ``if TYPE_CHECKING:`` only: loaded, their classes cost the daemon ~1 MB.
 """
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 
-type AbsolutePathBuf = str
+AbsolutePathBuf: TypeAlias = str
 
 
 class AcceptWithExecpolicyAmendmentCommandExecutionApprovalDecision(TypedDict):
@@ -24,7 +24,7 @@ class AccountRateLimitsUpdatedNotification(TypedDict):
     rateLimits: "RateLimitSnapshot"
 
 
-type AccountUpdateReason = Literal['workspaceRoutingReady', 'unknown']
+AccountUpdateReason: TypeAlias = Literal['workspaceRoutingReady', 'unknown']
 
 
 class AccountUpdatedNotification(TypedDict):
@@ -76,7 +76,7 @@ class AdditionalPermissionProfile(TypedDict):
     network: NotRequired["AdditionalNetworkPermissions | None"]
 
 
-type AgentMessageDelivery = Literal['async']
+AgentMessageDelivery: TypeAlias = Literal['async']
 
 
 class AgentMessageDeltaNotification(TypedDict):
@@ -84,9 +84,6 @@ class AgentMessageDeltaNotification(TypedDict):
     itemId: "str"
     threadId: "str"
     turnId: "str"
-
-
-type AgentMessageDisplay = AgentMessageDisplay0 | AgentMessageDisplay1 | AgentMessageDisplay2
 
 
 class AgentMessageDisplay0(TypedDict):
@@ -108,6 +105,9 @@ class AgentMessageDisplay2(TypedDict):
     version: "Literal[1]"
 
 
+AgentMessageDisplay: TypeAlias = AgentMessageDisplay0 | AgentMessageDisplay1 | AgentMessageDisplay2
+
+
 class AgentMessageModeration(TypedDict):
     display: NotRequired["AgentMessageDisplay | None"]
     moderated: "bool"
@@ -126,10 +126,7 @@ class AgentMessageThreadItem(TypedDict):
     type: "Literal['agentMessage']"
 
 
-type AgentPath = str
-
-
-type AnswerAnnotation = AnswerAnnotation0
+AgentPath: TypeAlias = str
 
 
 class AnswerAnnotation0(TypedDict):
@@ -137,7 +134,7 @@ class AnswerAnnotation0(TypedDict):
     subject: "HelplineSubject"
 
 
-type AnswerReplacement = WellbeingPromptHelplineAnswerReplacement
+AnswerAnnotation: TypeAlias = AnswerAnnotation0
 
 
 class ApplyNetworkPolicyAmendmentCommandExecutionApprovalDecision(TypedDict):
@@ -162,10 +159,7 @@ class ApplyPatchGuardianApprovalReviewAction(TypedDict):
     type: "Literal['applyPatch']"
 
 
-type ApprovalsReviewer = Literal['user', 'auto_review', 'guardian_subagent']
-
-
-type AskForApproval = Literal['untrusted', 'on-request', 'never'] | GranularAskForApproval
+ApprovalsReviewer: TypeAlias = Literal['user', 'auto_review', 'guardian_subagent']
 
 
 class AsyncUserInputQuestion(TypedDict):
@@ -178,7 +172,7 @@ class AudioUrlFunctionCallOutputContentItem(TypedDict):
     type: "Literal['input_audio']"
 
 
-type AuthMode = Literal['apikey'] | Literal['chatgpt'] | Literal['chatgptAuthTokens'] | Literal['headers'] | Literal['agentIdentity'] | Literal['personalAccessToken'] | Literal['bedrockApiKey'] | Literal['bedrockAccessKeys']
+AuthMode: TypeAlias = Literal['apikey'] | Literal['chatgpt'] | Literal['chatgptAuthTokens'] | Literal['headers'] | Literal['agentIdentity'] | Literal['personalAccessToken'] | Literal['bedrockApiKey'] | Literal['bedrockAccessKeys']
 
 
 class AuthRecoveryNotification(TypedDict):
@@ -188,10 +182,7 @@ class AuthRecoveryNotification(TypedDict):
     turnId: "str"
 
 
-type AutoReviewDecisionSource = Literal['agent']
-
-
-type BlockReason = BlockReason0 | KindBlockReason
+AutoReviewDecisionSource: TypeAlias = Literal['agent']
 
 
 class BlockReason0(TypedDict):
@@ -204,21 +195,18 @@ class ByteRange(TypedDict):
     start: "int"
 
 
-type CodexErrorInfo = Literal['contextWindowExceeded', 'sessionBudgetExceeded', 'usageLimitExceeded', 'rateLimitExceeded', 'flexUnavailable', 'serverOverloaded', 'modelNotFound', 'policyCapacityUnavailable', 'cyberPolicy', 'bioPolicy', 'misalignmentPolicyViolation', 'tooManyDenials', 'internalServerError', 'unauthorized', 'badRequest', 'threadRollbackFailed', 'sandboxError', 'other'] | Literal['inferenceHookDenied'] | HttpConnectionFailedCodexErrorInfo | ResponseStreamConnectionFailedCodexErrorInfo | ResponseStreamDisconnectedCodexErrorInfo | ResponseTooManyFailedAttemptsCodexErrorInfo | ActiveTurnNotSteerableCodexErrorInfo | str | dict[str, Any]
-
-
 class CollabAgentState(TypedDict):
     message: NotRequired["str | None"]
     status: "CollabAgentStatus"
 
 
-type CollabAgentStatus = Literal['pendingInit', 'running', 'interrupted', 'completed', 'errored', 'shutdown', 'notFound']
+CollabAgentStatus: TypeAlias = Literal['pendingInit', 'running', 'interrupted', 'completed', 'errored', 'shutdown', 'notFound']
 
 
-type CollabAgentTool = Literal['spawnAgent', 'sendInput', 'resumeAgent', 'wait', 'closeAgent', 'sendMessage', 'followupTask', 'interruptAgent', 'listAgents']
+CollabAgentTool: TypeAlias = Literal['spawnAgent', 'sendInput', 'resumeAgent', 'wait', 'closeAgent', 'sendMessage', 'followupTask', 'interruptAgent', 'listAgents']
 
 
-type CollabAgentToolCallStatus = Literal['inProgress', 'completed', 'failed', 'interrupted']
+CollabAgentToolCallStatus: TypeAlias = Literal['inProgress', 'completed', 'failed', 'interrupted']
 
 
 class CollabAgentToolCallThreadItem(TypedDict):
@@ -241,13 +229,10 @@ class CollaborationMode(TypedDict):
     settings: "Settings"
 
 
-type CommandAction = ReadCommandAction | ListFilesCommandAction | SearchCommandAction | UnknownCommandAction
+CommandExecutionApprovalDecision: TypeAlias = Literal['accept'] | Literal['acceptForSession'] | AcceptWithExecpolicyAmendmentCommandExecutionApprovalDecision | ApplyNetworkPolicyAmendmentCommandExecutionApprovalDecision | Literal['decline'] | Literal['cancel']
 
 
-type CommandExecutionApprovalDecision = Literal['accept'] | Literal['acceptForSession'] | AcceptWithExecpolicyAmendmentCommandExecutionApprovalDecision | ApplyNetworkPolicyAmendmentCommandExecutionApprovalDecision | Literal['decline'] | Literal['cancel']
-
-
-type CommandExecutionApprovalKind = Literal['command', 'writeStdin'] | Literal['humanCommand']
+CommandExecutionApprovalKind: TypeAlias = Literal['command', 'writeStdin'] | Literal['humanCommand']
 
 
 class CommandExecutionRequestApprovalParams(TypedDict):
@@ -269,10 +254,10 @@ class CommandExecutionRequestApprovalParams(TypedDict):
     turnId: "str"
 
 
-type CommandExecutionSource = Literal['agent', 'userShell', 'unifiedExecStartup', 'unifiedExecInteraction']
+CommandExecutionSource: TypeAlias = Literal['agent', 'userShell', 'unifiedExecStartup', 'unifiedExecInteraction']
 
 
-type CommandExecutionStatus = Literal['inProgress', 'completed', 'failed', 'declined']
+CommandExecutionStatus: TypeAlias = Literal['inProgress', 'completed', 'failed', 'declined']
 
 
 class CommandExecutionThreadItem(TypedDict):
@@ -351,9 +336,6 @@ class DeprecationNoticeNotification(TypedDict):
     summary: "str"
 
 
-type DynamicToolCallOutputContentItem = InputTextDynamicToolCallOutputContentItem | InputImageDynamicToolCallOutputContentItem | InputAudioDynamicToolCallOutputContentItem
-
-
 class DynamicToolCallParams(TypedDict):
     arguments: "Any"
     callId: "str"
@@ -363,7 +345,7 @@ class DynamicToolCallParams(TypedDict):
     turnId: "str"
 
 
-type DynamicToolCallStatus = Literal['inProgress', 'completed', 'failed']
+DynamicToolCallStatus: TypeAlias = Literal['inProgress', 'completed', 'failed']
 
 
 class DynamicToolCallThreadItem(TypedDict):
@@ -431,9 +413,6 @@ class ExternalSandboxSandboxPolicy(TypedDict):
     type: "Literal['externalSandbox']"
 
 
-type FileChange = AddFileChange | DeleteFileChange | UpdateFileChange
-
-
 class FileChangePatchUpdatedNotification(TypedDict):
     changes: "list[FileUpdateChange]"
     itemId: "str"
@@ -486,18 +465,12 @@ class FileIdUserInput(TypedDict):
     type: "Literal['image']"
 
 
-type FileSystemAccessMode = Literal['read', 'write', 'deny']
-
-
-type FileSystemPath = PathFileSystemPath | GlobPatternFileSystemPath | SpecialFileSystemPath
+FileSystemAccessMode: TypeAlias = Literal['read', 'write', 'deny']
 
 
 class FileSystemSandboxEntry(TypedDict):
     access: "FileSystemAccessMode"
     path: "FileSystemPath"
-
-
-type FileSystemSpecialPath = RootFileSystemSpecialPath | MinimalFileSystemSpecialPath | KindFileSystemSpecialPath | TmpdirFileSystemSpecialPath | SlashTmpFileSystemSpecialPath | FileSystemSpecialPath5
 
 
 class FileSystemSpecialPath5(TypedDict):
@@ -516,12 +489,6 @@ class FindInPageWebSearchAction(TypedDict):
     pattern: NotRequired["str | None"]
     type: "Literal['findInPage']"
     url: NotRequired["str | None"]
-
-
-type FunctionCallOutputBody = str | list[FunctionCallOutputContentItem]
-
-
-type FunctionCallOutputContentItem = InputTextFunctionCallOutputContentItem | ImageUrlFunctionCallOutputContentItem | FileIdFunctionCallOutputContentItem | AudioUrlFunctionCallOutputContentItem | FileIdFunctionCallOutputContentItem | EncryptedContentFunctionCallOutputContentItem
 
 
 class FunctionCallOutputThreadItem(TypedDict):
@@ -549,6 +516,9 @@ class GranularAskForApproval(TypedDict):
     granular: "GranularAskForApprovalGranular"
 
 
+AskForApproval: TypeAlias = Literal['untrusted', 'on-request', 'never'] | GranularAskForApproval
+
+
 class GranularAskForApprovalGranular(TypedDict):
     mcp_elicitations: "bool"
     request_permissions: NotRequired["bool"]
@@ -564,19 +534,16 @@ class GuardianApprovalReview(TypedDict):
     userAuthorization: NotRequired["GuardianUserAuthorization | None"]
 
 
-type GuardianApprovalReviewAction = CommandGuardianApprovalReviewAction | ExecveGuardianApprovalReviewAction | WriteStdinGuardianApprovalReviewAction | ApplyPatchGuardianApprovalReviewAction | NetworkAccessGuardianApprovalReviewAction | McpToolCallGuardianApprovalReviewAction | RequestPermissionsGuardianApprovalReviewAction
+GuardianApprovalReviewStatus: TypeAlias = Literal['inProgress', 'approved', 'denied', 'timedOut', 'aborted']
 
 
-type GuardianApprovalReviewStatus = Literal['inProgress', 'approved', 'denied', 'timedOut', 'aborted']
+GuardianCommandSource: TypeAlias = Literal['shell', 'unifiedExec']
 
 
-type GuardianCommandSource = Literal['shell', 'unifiedExec']
+GuardianRiskLevel: TypeAlias = Literal['low', 'medium', 'high', 'critical']
 
 
-type GuardianRiskLevel = Literal['low', 'medium', 'high', 'critical']
-
-
-type GuardianUserAuthorization = Literal['unknown', 'low', 'medium', 'high']
+GuardianUserAuthorization: TypeAlias = Literal['unknown', 'low', 'medium', 'high']
 
 
 class GuardianWarningNotification(TypedDict):
@@ -584,7 +551,7 @@ class GuardianWarningNotification(TypedDict):
     threadId: "str"
 
 
-type HelplineSubject = Literal['answer', 'prompt']
+HelplineSubject: TypeAlias = Literal['answer', 'prompt']
 
 
 class HookPromptFragment(TypedDict):
@@ -612,10 +579,7 @@ class IdleThreadStatus(TypedDict):
     type: "Literal['idle']"
 
 
-type ImageDetail = Literal['auto', 'low', 'high', 'original']
-
-
-type ImageGenerationFailure = UsageLimitExceededImageGenerationFailure
+ImageDetail: TypeAlias = Literal['auto', 'low', 'high', 'original']
 
 
 class ImageGenerationInputImage(TypedDict):
@@ -652,9 +616,18 @@ class InputTextDynamicToolCallOutputContentItem(TypedDict):
     type: "Literal['inputText']"
 
 
+DynamicToolCallOutputContentItem: TypeAlias = InputTextDynamicToolCallOutputContentItem | InputImageDynamicToolCallOutputContentItem | InputAudioDynamicToolCallOutputContentItem
+
+
 class InputTextFunctionCallOutputContentItem(TypedDict):
     text: "str"
     type: "Literal['input_text']"
+
+
+FunctionCallOutputContentItem: TypeAlias = InputTextFunctionCallOutputContentItem | ImageUrlFunctionCallOutputContentItem | FileIdFunctionCallOutputContentItem | AudioUrlFunctionCallOutputContentItem | FileIdFunctionCallOutputContentItem | EncryptedContentFunctionCallOutputContentItem
+
+
+FunctionCallOutputBody: TypeAlias = str | list[FunctionCallOutputContentItem]
 
 
 class ItemCompletedNotification(TypedDict):
@@ -699,12 +672,15 @@ class KindBlockReason(TypedDict):
     trustedAccess: NotRequired["bool | None"]
 
 
+BlockReason: TypeAlias = BlockReason0 | KindBlockReason
+
+
 class KindFileSystemSpecialPath(TypedDict):
     kind: "Literal['project_roots']"
     subpath: NotRequired["LegacyAppPathString | None"]
 
 
-type LegacyAppPathString = str
+LegacyAppPathString: TypeAlias = str
 
 
 class ListFilesCommandAction(TypedDict):
@@ -730,7 +706,7 @@ class LocalImageUserInput(TypedDict):
     type: "Literal['localImage']"
 
 
-type McpAppDisplayMode = Literal['inline', 'fullscreen']
+McpAppDisplayMode: TypeAlias = Literal['inline', 'fullscreen']
 
 
 class McpAppUi(TypedDict):
@@ -738,7 +714,7 @@ class McpAppUi(TypedDict):
     resourceUri: "str"
 
 
-type McpElicitationArrayType = Literal['array']
+McpElicitationArrayType: TypeAlias = Literal['array']
 
 
 class McpElicitationBooleanSchema(TypedDict):
@@ -748,15 +724,12 @@ class McpElicitationBooleanSchema(TypedDict):
     type: "McpElicitationBooleanType"
 
 
-type McpElicitationBooleanType = Literal['boolean']
+McpElicitationBooleanType: TypeAlias = Literal['boolean']
 
 
 class McpElicitationConstOption(TypedDict):
     const: "str"
     title: "str"
-
-
-type McpElicitationEnumSchema = McpElicitationSingleSelectEnumSchema | McpElicitationMultiSelectEnumSchema | McpElicitationLegacyTitledEnumSchema
 
 
 class McpElicitationLegacyTitledEnumSchema(TypedDict):
@@ -768,9 +741,6 @@ class McpElicitationLegacyTitledEnumSchema(TypedDict):
     type: "McpElicitationStringType"
 
 
-type McpElicitationMultiSelectEnumSchema = McpElicitationUntitledMultiSelectEnumSchema | McpElicitationTitledMultiSelectEnumSchema
-
-
 class McpElicitationNumberSchema(TypedDict):
     default: NotRequired["float | None"]
     description: NotRequired["str | None"]
@@ -780,13 +750,10 @@ class McpElicitationNumberSchema(TypedDict):
     type: "McpElicitationNumberType"
 
 
-type McpElicitationNumberType = Literal['number', 'integer']
+McpElicitationNumberType: TypeAlias = Literal['number', 'integer']
 
 
-type McpElicitationObjectType = Literal['object']
-
-
-type McpElicitationPrimitiveSchema = McpElicitationEnumSchema | McpElicitationStringSchema | McpElicitationNumberSchema | McpElicitationBooleanSchema
+McpElicitationObjectType: TypeAlias = Literal['object']
 
 
 McpElicitationSchema = TypedDict('McpElicitationSchema', {
@@ -797,10 +764,7 @@ McpElicitationSchema = TypedDict('McpElicitationSchema', {
 })
 
 
-type McpElicitationSingleSelectEnumSchema = McpElicitationUntitledSingleSelectEnumSchema | McpElicitationTitledSingleSelectEnumSchema
-
-
-type McpElicitationStringFormat = Literal['email', 'uri', 'date', 'date-time']
+McpElicitationStringFormat: TypeAlias = Literal['email', 'uri', 'date', 'date-time']
 
 
 class McpElicitationStringSchema(TypedDict):
@@ -813,7 +777,7 @@ class McpElicitationStringSchema(TypedDict):
     type: "McpElicitationStringType"
 
 
-type McpElicitationStringType = Literal['string']
+McpElicitationStringType: TypeAlias = Literal['string']
 
 
 class McpElicitationTitledEnumItems(TypedDict):
@@ -853,6 +817,9 @@ class McpElicitationUntitledMultiSelectEnumSchema(TypedDict):
     type: "McpElicitationArrayType"
 
 
+McpElicitationMultiSelectEnumSchema: TypeAlias = McpElicitationUntitledMultiSelectEnumSchema | McpElicitationTitledMultiSelectEnumSchema
+
+
 class McpElicitationUntitledSingleSelectEnumSchema(TypedDict):
     default: NotRequired["str | None"]
     description: NotRequired["str | None"]
@@ -861,7 +828,13 @@ class McpElicitationUntitledSingleSelectEnumSchema(TypedDict):
     type: "McpElicitationStringType"
 
 
-type McpServerElicitationRequestParams = McpServerElicitationRequestParams0 | McpServerElicitationRequestParams1 | McpServerElicitationRequestParams2 | McpServerElicitationRequestParams3 | McpServerElicitationRequestParams4
+McpElicitationSingleSelectEnumSchema: TypeAlias = McpElicitationUntitledSingleSelectEnumSchema | McpElicitationTitledSingleSelectEnumSchema
+
+
+McpElicitationEnumSchema: TypeAlias = McpElicitationSingleSelectEnumSchema | McpElicitationMultiSelectEnumSchema | McpElicitationLegacyTitledEnumSchema
+
+
+McpElicitationPrimitiveSchema: TypeAlias = McpElicitationEnumSchema | McpElicitationStringSchema | McpElicitationNumberSchema | McpElicitationBooleanSchema
 
 
 class McpServerElicitationRequestParams0(TypedDict):
@@ -921,6 +894,9 @@ class McpServerElicitationRequestParams4(TypedDict):
     url: "str"
 
 
+McpServerElicitationRequestParams: TypeAlias = McpServerElicitationRequestParams0 | McpServerElicitationRequestParams1 | McpServerElicitationRequestParams2 | McpServerElicitationRequestParams3 | McpServerElicitationRequestParams4
+
+
 class McpServerOauthLoginCompletedNotification(TypedDict):
     error: NotRequired["str | None"]
     loginId: NotRequired["str | None"]
@@ -929,10 +905,10 @@ class McpServerOauthLoginCompletedNotification(TypedDict):
     threadId: NotRequired["str | None"]
 
 
-type McpServerStartupFailureReason = Literal['reauthenticationRequired']
+McpServerStartupFailureReason: TypeAlias = Literal['reauthenticationRequired']
 
 
-type McpServerStartupState = Literal['starting', 'ready', 'failed', 'cancelled']
+McpServerStartupState: TypeAlias = Literal['starting', 'ready', 'failed', 'cancelled']
 
 
 class McpServerStatusUpdatedNotification(TypedDict):
@@ -971,7 +947,7 @@ class McpToolCallResult(TypedDict):
     structuredContent: NotRequired["Any"]
 
 
-type McpToolCallStatus = Literal['inProgress', 'completed', 'failed']
+McpToolCallStatus: TypeAlias = Literal['inProgress', 'completed', 'failed']
 
 
 class McpToolCallThreadItem(TypedDict):
@@ -1012,7 +988,7 @@ class MentionUserInput(TypedDict):
     type: "Literal['mention']"
 
 
-type MessagePhase = Literal['commentary'] | Literal['partial_answer'] | Literal['final_answer']
+MessagePhase: TypeAlias = Literal['commentary'] | Literal['partial_answer'] | Literal['final_answer']
 
 
 class MinimalFileSystemSpecialPath(TypedDict):
@@ -1030,10 +1006,10 @@ class MisalignmentSteer(TypedDict):
     message: "str"
 
 
-type ModeKind = Literal['plan', 'default']
+ModeKind: TypeAlias = Literal['plan', 'default']
 
 
-type ModelRerouteReason = Literal['highRiskCyberActivity']
+ModelRerouteReason: TypeAlias = Literal['highRiskCyberActivity']
 
 
 class ModelReroutedNotification(TypedDict):
@@ -1044,7 +1020,7 @@ class ModelReroutedNotification(TypedDict):
     turnId: "str"
 
 
-type ModelVerification = Literal['trustedAccessForCyber']
+ModelVerification: TypeAlias = Literal['trustedAccessForCyber']
 
 
 class ModelVerificationNotification(TypedDict):
@@ -1053,10 +1029,10 @@ class ModelVerificationNotification(TypedDict):
     verifications: "list[ModelVerification]"
 
 
-type MultiAgentMode = Literal['explicitRequestOnly', 'proactive'] | CustomMultiAgentMode
+MultiAgentMode: TypeAlias = Literal['explicitRequestOnly', 'proactive'] | CustomMultiAgentMode
 
 
-type NetworkAccess = Literal['restricted', 'enabled']
+NetworkAccess: TypeAlias = Literal['restricted', 'enabled']
 
 
 class NetworkAccessGuardianApprovalReviewAction(TypedDict):
@@ -1072,7 +1048,7 @@ class NetworkApprovalContext(TypedDict):
     protocol: "NetworkApprovalProtocol"
 
 
-type NetworkApprovalProtocol = Literal['http', 'https', 'socks5Tcp', 'socks5Udp']
+NetworkApprovalProtocol: TypeAlias = Literal['http', 'https', 'socks5Tcp', 'socks5Udp']
 
 
 class NetworkPolicyAmendment(TypedDict):
@@ -1080,10 +1056,10 @@ class NetworkPolicyAmendment(TypedDict):
     host: "str"
 
 
-type NetworkPolicyRuleAction = Literal['allow', 'deny']
+NetworkPolicyRuleAction: TypeAlias = Literal['allow', 'deny']
 
 
-type NonSteerableTurnKind = Literal['review', 'compact']
+NonSteerableTurnKind: TypeAlias = Literal['review', 'compact']
 
 
 class NotLoadedThreadStatus(TypedDict):
@@ -1103,13 +1079,7 @@ class OtherWebSearchAction(TypedDict):
     type: "Literal['other']"
 
 
-type ParsedCommand = ReadParsedCommand | ListFilesParsedCommand | SearchParsedCommand | UnknownParsedCommand
-
-
-type PatchApplyStatus = Literal['inProgress', 'completed', 'failed', 'declined']
-
-
-type PatchChangeKind = AddPatchChangeKind | DeletePatchChangeKind | UpdatePatchChangeKind
+PatchApplyStatus: TypeAlias = Literal['inProgress', 'completed', 'failed', 'declined']
 
 
 class PathFileSystemPath(TypedDict):
@@ -1128,7 +1098,7 @@ class PermissionsRequestApprovalParams(TypedDict):
     turnId: "str"
 
 
-type Personality = Literal['none', 'friendly', 'pragmatic']
+Personality: TypeAlias = Literal['none', 'friendly', 'pragmatic']
 
 
 class PlanThreadItem(TypedDict):
@@ -1139,10 +1109,10 @@ class PlanThreadItem(TypedDict):
     type: "Literal['plan']"
 
 
-type PlanType = Literal['free', 'go', 'plus', 'pro', 'prolite', 'promax', 'team', 'self_serve_business_prolite', 'self_serve_business_usage_based', 'business', 'ent26', 'enterprise_cbp_automation', 'enterprise_cbp_usage_based', 'enterprise', 'edu', 'edu_plus', 'edu_pro', 'sci', 'sci_plus', 'unknown']
+PlanType: TypeAlias = Literal['free', 'go', 'plus', 'pro', 'prolite', 'promax', 'team', 'self_serve_business_prolite', 'self_serve_business_usage_based', 'business', 'ent26', 'enterprise_cbp_automation', 'enterprise_cbp_usage_based', 'enterprise', 'edu', 'edu_plus', 'edu_pro', 'sci', 'sci_plus', 'unknown']
 
 
-type RateLimitReachedType = Literal['rate_limit_reached', 'workspace_owner_credits_depleted', 'workspace_member_credits_depleted', 'workspace_owner_usage_limit_reached', 'workspace_member_usage_limit_reached']
+RateLimitReachedType: TypeAlias = Literal['rate_limit_reached', 'workspace_owner_credits_depleted', 'workspace_member_credits_depleted', 'workspace_owner_usage_limit_reached', 'workspace_member_usage_limit_reached']
 
 
 class RateLimitSnapshot(TypedDict):
@@ -1183,13 +1153,13 @@ class ReadParsedCommand(TypedDict):
     type: "Literal['read']"
 
 
-type RealtimeConversationVersion = Literal['v1', 'v2', 'v3']
+RealtimeConversationVersion: TypeAlias = Literal['v1', 'v2', 'v3']
 
 
-type ReasoningEffort = str
+ReasoningEffort: TypeAlias = str
 
 
-type ReasoningSummary = Literal['auto', 'concise', 'detailed'] | Literal['none']
+ReasoningSummary: TypeAlias = Literal['auto', 'concise', 'detailed'] | Literal['none']
 
 
 class ReasoningSummaryPartAddedNotification(TypedDict):
@@ -1216,7 +1186,7 @@ class ReasoningThreadItem(TypedDict):
     type: "Literal['reasoning']"
 
 
-type RemoteControlConnectionStatus = Literal['disabled', 'connecting', 'connected', 'errored']
+RemoteControlConnectionStatus: TypeAlias = Literal['disabled', 'connecting', 'connected', 'errored']
 
 
 class RemoteControlStatusChangedNotification(TypedDict):
@@ -1226,7 +1196,7 @@ class RemoteControlStatusChangedNotification(TypedDict):
     status: "RemoteControlConnectionStatus"
 
 
-type RequestId = str | int
+RequestId: TypeAlias = str | int
 
 
 class RequestPermissionProfile(TypedDict):
@@ -1260,6 +1230,9 @@ class ResponseTooManyFailedAttemptsCodexErrorInfo(TypedDict):
     responseTooManyFailedAttempts: "ResponseTooManyFailedAttemptsCodexErrorInfoResponseTooManyFailedAttempts"
 
 
+CodexErrorInfo: TypeAlias = Literal['contextWindowExceeded', 'sessionBudgetExceeded', 'usageLimitExceeded', 'rateLimitExceeded', 'flexUnavailable', 'serverOverloaded', 'modelNotFound', 'policyCapacityUnavailable', 'cyberPolicy', 'bioPolicy', 'misalignmentPolicyViolation', 'tooManyDenials', 'internalServerError', 'unauthorized', 'badRequest', 'threadRollbackFailed', 'sandboxError', 'other'] | Literal['inferenceHookDenied'] | HttpConnectionFailedCodexErrorInfo | ResponseStreamConnectionFailedCodexErrorInfo | ResponseStreamDisconnectedCodexErrorInfo | ResponseTooManyFailedAttemptsCodexErrorInfo | ActiveTurnNotSteerableCodexErrorInfo | str | dict[str, Any]
+
+
 class ResponseTooManyFailedAttemptsCodexErrorInfoResponseTooManyFailedAttempts(TypedDict):
     httpStatusCode: NotRequired["int | None"]
 
@@ -1281,9 +1254,6 @@ class ResultThreadItem(TypedDict):
 
 class RootFileSystemSpecialPath(TypedDict):
     kind: "Literal['root']"
-
-
-type SandboxPolicy = DangerFullAccessSandboxPolicy | ReadOnlySandboxPolicy | ExternalSandboxSandboxPolicy | WorkspaceWriteSandboxPolicy
 
 
 class SearchCommandAction(TypedDict):
@@ -1309,9 +1279,6 @@ class SearchWebSearchAction(TypedDict):
 class ServerRequestResolvedNotification(TypedDict):
     requestId: "RequestId"
     threadId: "str"
-
-
-type SessionSource = Literal['cli', 'vscode', 'exec', 'appServer', 'unknown'] | CustomSessionSource | SubAgentSessionSource
 
 
 class Settings(TypedDict):
@@ -1343,6 +1310,9 @@ class SpecialFileSystemPath(TypedDict):
     value: "FileSystemSpecialPath"
 
 
+FileSystemPath: TypeAlias = PathFileSystemPath | GlobPatternFileSystemPath | SpecialFileSystemPath
+
+
 class SpendControlLimitSnapshot(TypedDict):
     limit: "str"
     remainingPercent: "int"
@@ -1356,7 +1326,7 @@ class StrictReviewRequiredNotification(TypedDict):
     turnId: "str"
 
 
-type SubAgentActivityKind = Literal['started', 'interacted', 'interrupted', 'completed']
+SubAgentActivityKind: TypeAlias = Literal['started', 'interacted', 'interrupted', 'completed']
 
 
 class SubAgentActivityThreadItem(TypedDict):
@@ -1375,7 +1345,7 @@ class SubAgentSessionSource(TypedDict):
     subAgent: "SubAgentSource"
 
 
-type SubAgentSource = Literal['review', 'compact', 'memory_consolidation'] | ThreadSpawnSubAgentSource | OtherSubAgentSource
+SessionSource: TypeAlias = Literal['cli', 'vscode', 'exec', 'appServer', 'unknown'] | CustomSessionSource | SubAgentSessionSource
 
 
 class SystemErrorThreadStatus(TypedDict):
@@ -1439,7 +1409,7 @@ class Thread(TypedDict):
     updatedAt: "int"
 
 
-type ThreadActiveFlag = Literal['waitingOnApproval', 'waitingOnUserInput']
+ThreadActiveFlag: TypeAlias = Literal['waitingOnApproval', 'waitingOnUserInput']
 
 
 class ThreadEnvironment(TypedDict):
@@ -1448,7 +1418,7 @@ class ThreadEnvironment(TypedDict):
     runtimeWorkspaceRoots: "list[LegacyAppPathString]"
 
 
-type ThreadExtra = dict[str, Any]
+ThreadExtra: TypeAlias = dict[str, Any]
 
 
 class ThreadGoal(TypedDict):
@@ -1466,7 +1436,7 @@ class ThreadGoalClearedNotification(TypedDict):
     threadId: "str"
 
 
-type ThreadGoalStatus = Literal['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete']
+ThreadGoalStatus: TypeAlias = Literal['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete']
 
 
 class ThreadGoalUpdatedNotification(TypedDict):
@@ -1475,13 +1445,10 @@ class ThreadGoalUpdatedNotification(TypedDict):
     turnId: NotRequired["str | None"]
 
 
-type ThreadHistoryMode = Literal['legacy', 'paginated']
+ThreadHistoryMode: TypeAlias = Literal['legacy', 'paginated']
 
 
-type ThreadId = str
-
-
-type ThreadItem = UserMessageThreadItem | HookPromptThreadItem | AgentMessageThreadItem | FunctionCallOutputThreadItem | PlanThreadItem | ReasoningThreadItem | CommandExecutionThreadItem | FileChangeThreadItem | McpToolCallThreadItem | DynamicToolCallThreadItem | CollabAgentToolCallThreadItem | SubAgentActivityThreadItem | WebSearchThreadItem | ImageViewThreadItem | SleepThreadItem | FileIdThreadItem | ResultThreadItem | EnteredReviewModeThreadItem | ExitedReviewModeThreadItem | ContextCompactionThreadItem
+ThreadId: TypeAlias = str
 
 
 class ThreadRealtimeAudioChunk(TypedDict):
@@ -1565,11 +1532,14 @@ class ThreadSettingsUpdatedNotification(TypedDict):
     threadSettings: "ThreadSettings"
 
 
-type ThreadSource = str
+ThreadSource: TypeAlias = str
 
 
 class ThreadSpawnSubAgentSource(TypedDict):
     thread_spawn: "ThreadSpawnSubAgentSourceThreadSpawn"
+
+
+SubAgentSource: TypeAlias = Literal['review', 'compact', 'memory_consolidation'] | ThreadSpawnSubAgentSource | OtherSubAgentSource
 
 
 class ThreadSpawnSubAgentSourceThreadSpawn(TypedDict):
@@ -1584,7 +1554,7 @@ class ThreadStartedNotification(TypedDict):
     thread: "Thread"
 
 
-type ThreadStatus = NotLoadedThreadStatus | IdleThreadStatus | SystemErrorThreadStatus | ActiveThreadStatus
+ThreadStatus: TypeAlias = NotLoadedThreadStatus | IdleThreadStatus | SystemErrorThreadStatus | ActiveThreadStatus
 
 
 class ThreadStatusChangedNotification(TypedDict):
@@ -1606,6 +1576,9 @@ class ThreadTokenUsageUpdatedNotification(TypedDict):
 
 class TmpdirFileSystemSpecialPath(TypedDict):
     kind: "Literal['tmpdir']"
+
+
+FileSystemSpecialPath: TypeAlias = RootFileSystemSpecialPath | MinimalFileSystemSpecialPath | KindFileSystemSpecialPath | TmpdirFileSystemSpecialPath | SlashTmpFileSystemSpecialPath | FileSystemSpecialPath5
 
 
 class TokenUsageBreakdown(TypedDict):
@@ -1640,7 +1613,7 @@ class ToolRequestUserInputQuestion(TypedDict):
     question: "str"
 
 
-type TrustedContacts = Literal['check', 'skip']
+TrustedContacts: TypeAlias = Literal['check', 'skip']
 
 
 class Turn(TypedDict):
@@ -1673,7 +1646,7 @@ class TurnError(TypedDict):
     misalignment: NotRequired["MisalignmentErrorDetails | None"]
 
 
-type TurnItemsView = Literal['notLoaded'] | Literal['summary'] | Literal['full']
+TurnItemsView: TypeAlias = Literal['notLoaded'] | Literal['summary'] | Literal['full']
 
 
 class TurnPlanStep(TypedDict):
@@ -1681,7 +1654,7 @@ class TurnPlanStep(TypedDict):
     step: "str"
 
 
-type TurnPlanStepStatus = Literal['pending', 'inProgress', 'completed']
+TurnPlanStepStatus: TypeAlias = Literal['pending', 'inProgress', 'completed']
 
 
 class TurnPlanUpdatedNotification(TypedDict):
@@ -1696,7 +1669,7 @@ class TurnStartedNotification(TypedDict):
     turn: "Turn"
 
 
-type TurnStatus = Literal['completed', 'interrupted', 'failed', 'inProgress']
+TurnStatus: TypeAlias = Literal['completed', 'interrupted', 'failed', 'inProgress']
 
 
 class UnknownCommandAction(TypedDict):
@@ -1704,9 +1677,15 @@ class UnknownCommandAction(TypedDict):
     type: "Literal['unknown']"
 
 
+CommandAction: TypeAlias = ReadCommandAction | ListFilesCommandAction | SearchCommandAction | UnknownCommandAction
+
+
 class UnknownParsedCommand(TypedDict):
     cmd: "str"
     type: "Literal['unknown']"
+
+
+ParsedCommand: TypeAlias = ReadParsedCommand | ListFilesParsedCommand | SearchParsedCommand | UnknownParsedCommand
 
 
 class UpdateFileChange(TypedDict):
@@ -1715,9 +1694,15 @@ class UpdateFileChange(TypedDict):
     unified_diff: "str"
 
 
+FileChange: TypeAlias = AddFileChange | DeleteFileChange | UpdateFileChange
+
+
 class UpdatePatchChangeKind(TypedDict):
     move_path: NotRequired["str | None"]
     type: "Literal['update']"
+
+
+PatchChangeKind: TypeAlias = AddPatchChangeKind | DeletePatchChangeKind | UpdatePatchChangeKind
 
 
 class UrlUserInput(TypedDict):
@@ -1732,7 +1717,10 @@ class UsageLimitExceededImageGenerationFailure(TypedDict):
     type: "Literal['usageLimitExceeded']"
 
 
-type UserInput = TextUserInput | UrlUserInput | FileIdUserInput | LocalImageUserInput | LocalAudioUserInput | SkillUserInput | MentionUserInput
+ImageGenerationFailure: TypeAlias = UsageLimitExceededImageGenerationFailure
+
+
+UserInput: TypeAlias = TextUserInput | UrlUserInput | FileIdUserInput | LocalImageUserInput | LocalAudioUserInput | SkillUserInput | MentionUserInput
 
 
 class UserMessageThreadItem(TypedDict):
@@ -1749,7 +1737,7 @@ class WarningNotification(TypedDict):
     threadId: NotRequired["str | None"]
 
 
-type WebSearchAction = SearchWebSearchAction | OpenPageWebSearchAction | FindInPageWebSearchAction | OtherWebSearchAction
+WebSearchAction: TypeAlias = SearchWebSearchAction | OpenPageWebSearchAction | FindInPageWebSearchAction | OtherWebSearchAction
 
 
 class WebSearchThreadItem(TypedDict):
@@ -1762,8 +1750,14 @@ class WebSearchThreadItem(TypedDict):
     type: "Literal['webSearch']"
 
 
+ThreadItem: TypeAlias = UserMessageThreadItem | HookPromptThreadItem | AgentMessageThreadItem | FunctionCallOutputThreadItem | PlanThreadItem | ReasoningThreadItem | CommandExecutionThreadItem | FileChangeThreadItem | McpToolCallThreadItem | DynamicToolCallThreadItem | CollabAgentToolCallThreadItem | SubAgentActivityThreadItem | WebSearchThreadItem | ImageViewThreadItem | SleepThreadItem | FileIdThreadItem | ResultThreadItem | EnteredReviewModeThreadItem | ExitedReviewModeThreadItem | ContextCompactionThreadItem
+
+
 class WellbeingPromptHelplineAnswerReplacement(TypedDict):
     kind: "Literal['wellbeingPromptHelpline']"
+
+
+AnswerReplacement: TypeAlias = WellbeingPromptHelplineAnswerReplacement
 
 
 class WindowsSandboxSetupCompletedNotification(TypedDict):
@@ -1772,7 +1766,7 @@ class WindowsSandboxSetupCompletedNotification(TypedDict):
     success: "bool"
 
 
-type WindowsSandboxSetupMode = Literal['elevated', 'unelevated']
+WindowsSandboxSetupMode: TypeAlias = Literal['elevated', 'unelevated']
 
 
 class WindowsWorldWritableWarningNotification(TypedDict):
@@ -1789,12 +1783,18 @@ class WorkspaceWriteSandboxPolicy(TypedDict):
     writableRoots: NotRequired["list[AbsolutePathBuf]"]
 
 
+SandboxPolicy: TypeAlias = DangerFullAccessSandboxPolicy | ReadOnlySandboxPolicy | ExternalSandboxSandboxPolicy | WorkspaceWriteSandboxPolicy
+
+
 class WriteStdinGuardianApprovalReviewAction(TypedDict):
     approvalId: "str"
     cwd: "LegacyAppPathString"
     processId: "str"
     stdin: "str"
     type: "Literal['writeStdin']"
+
+
+GuardianApprovalReviewAction: TypeAlias = CommandGuardianApprovalReviewAction | ExecveGuardianApprovalReviewAction | WriteStdinGuardianApprovalReviewAction | ApplyPatchGuardianApprovalReviewAction | NetworkAccessGuardianApprovalReviewAction | McpToolCallGuardianApprovalReviewAction | RequestPermissionsGuardianApprovalReviewAction
 
 
 # Each method read -> the name of its params TypedDict above.

@@ -120,7 +120,8 @@ def read_pairing_code() -> str:
 @app.command()
 def pair(
     code: Annotated[str | None, typer.Argument(
-        help="the pairing code shown in the Boss app (omit it to be asked: an argument shows in `ps`)")] = None,
+        help="the pairing code from the Boss app, or the local page's New pairing code button "
+             "(omit it to be asked: an argument shows in `ps`)")] = None,
     server: Annotated[str | None, typer.Option("--server", help="Boss control plane URL")] = None,
     name: Annotated[str | None, typer.Option("--name", help="device name (default: host name)")] = None,
 ) -> None:
@@ -189,8 +190,15 @@ def task(
     computer_use: Annotated[bool, typer.Option("--computer-use", help="a desktop-control task")] = False,
     follow: FollowOption = True,
 ) -> None:
-    """Submit a task to the local control plane and follow its progress card."""
-    fields: dict[str, Any] = {"workdir": str((workdir or Path.cwd()).resolve())}
+    """Submit a task to the local control plane and follow its progress card.
+
+    Without --workdir it runs where any task without one runs (default_workdir, else the
+    thread's scratch directory), never in the shell's current directory.
+    """
+    from boss_agent.cli.task_follow import workdir_field
+
+    fields, where = guarded(lambda: workdir_field(workdir, build_config(), thread=thread))
+    typer.echo(where, err=True)
     if thread:
         fields["codexThreadRef"] = thread
     if computer_use:
@@ -239,12 +247,13 @@ def devserver(
     from boss_agent.cli.task_follow import controlplane_dir
 
     def run() -> None:
-        path = db or controlplane_dir(build_config().state_dir) / "controlplane.db"
+        config = build_config()
+        path = db or controlplane_dir(config.state_dir) / "controlplane.db"
 
         def ready(plane: Any) -> None:
             typer.echo(f"boss-agent control plane: {plane.page_url}")
 
-        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret))
+        asyncio.run(serve(path, host, port, ready=ready, rotate_secret=rotate_secret, local=config.local))
 
     guarded(run)
 
@@ -269,10 +278,13 @@ def protocol_snapshot(
 
 
 def _mount_service_commands() -> None:
+    from boss_agent.cli.phone import page, phone_app
     from boss_agent.cli.service import logs_command, service_app
 
     app.add_typer(service_app, name="service")
     app.command("logs", help="Show the daemon's log (-f to follow).")(logs_command)
+    app.add_typer(phone_app, name="phone")
+    app.command("page")(page)
 
 
 _mount_service_commands()

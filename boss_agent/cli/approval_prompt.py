@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from boss_agent.controlplane import LocalClient
 from boss_agent.errors import ControlPlaneError
+from boss_agent.progress.approval_view import text_lines
 
 logger = logging.getLogger(__name__)
 
@@ -30,15 +31,9 @@ async def _input(console: Console, prompt: str, *, secret: bool = False) -> str:
 
 
 def _facts(approval: dict[str, Any]) -> str:
-    lines = [f"Approve: {approval.get('summary') or 'a request'}"]
-    if approval.get("reason"):
-        lines.append(f"  reason: {approval['reason']}")
-    for fact in approval.get("permissions") or ():
-        lines.append(f"  asks for: {fact}")
-    if approval.get("message"):
-        lines.append(f"  {approval['message']}")
-    if approval.get("url"):
-        lines.append(f"  open: {approval['url']}")
+    """What the approval asks, as the gateway form says it; rich markup in it is escaped."""
+    lines = text_lines(approval)
+    lines[0] = "Approve: " + lines[0]
     return "\n".join(escape(line) for line in lines)
 
 
@@ -78,7 +73,7 @@ async def _decision(console: Console, approval: dict[str, Any]) -> dict[str, Any
     if approval.get("kind") == "userInput" and approval.get("questions"):
         answers = await _answers(console, approval["questions"])
         return {"decision": {"answers": answers}} if answers else {"decision": "decline"}
-    yes = (await _input(console, "[y/n] ")).lower() in YES
+    yes = (await _input(console, escape("[y/n] "))).lower() in YES  # rich reads a bare [y/n] as markup
     if not yes:
         return {"decision": "decline"}
     if approval.get("kind") == "elicitation" and isinstance(approval.get("schema"), dict):

@@ -26,7 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from boss_agent.codexbin import codex_version, find_codex
+from boss_agent.cli.support import tilde
+from boss_agent.codexbin import INSTALL_HINT, PINNED_CODEX_VERSION, codex_version, find_codex
 from boss_agent.config import Config, load_config
 from boss_agent.errors import (
     BossAgentError,
@@ -43,7 +44,7 @@ from boss_agent.redact import mask_secrets
 
 Check = dict[str, Any]
 
-TESTED_CODEX_VERSION = "0.171.0"  # the codex release boss-agent is pinned to and tested with
+TESTED_CODEX_VERSION = PINNED_CODEX_VERSION
 # Bound for one request to a running app-server; its own start is bounded by
 # appserver.client.STARTUP_TIMEOUT_S.
 APP_SERVER_REQUEST_S = 20.0
@@ -54,13 +55,7 @@ PAIR_FIX = "boss-agent pair CODE --server URL (or boss-agent up for the local co
 
 
 def _check(name: str, result: str, detail: str, fix: str = "") -> Check:
-    return {"name": name, "result": result, "detail": mask_secrets(_home(detail)), "fix": _home(fix)}
-
-
-def _home(text: str) -> str:
-    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
-    home = str(Path.home())
-    return text.replace(home, "~") if home not in ("", "/") else text
+    return {"name": name, "result": result, "detail": mask_secrets(tilde(detail)), "fix": tilde(fix)}
 
 
 # ----------------------------------------------------------------- local checks
@@ -86,10 +81,9 @@ def check_codex(config: Config) -> Check:
     try:
         version = codex_version(find_codex(config.codex.bin))
     except BossAgentError as exc:
-        return _check("codex", "fail", str(exc), "npm install -g @openai/codex, or set codex.bin")
+        return _check("codex", "fail", str(exc), f"{INSTALL_HINT}, or set codex.bin")
     if version != TESTED_CODEX_VERSION:
-        return _check("codex", "warn", f"codex {version} (tested with {TESTED_CODEX_VERSION})",
-                      f"npm install -g @openai/codex@{TESTED_CODEX_VERSION}")
+        return _check("codex", "warn", f"codex {version} (tested with {TESTED_CODEX_VERSION})", INSTALL_HINT)
     return _check("codex", "ok", f"codex {version}")
 
 
@@ -123,6 +117,29 @@ def check_service(config: Config) -> Check:
         return _check("service", "warn", "not installed", "boss-agent service install")
     return _check("service", "ok", f"{status['manager']} ({status['scope']}): "
                                    f"{status.get('enabled')}, {status.get('active')}")
+
+
+def check_phones(config: Config) -> Check:
+    """How phones reach the page: listeners and their certificate's fingerprint, proxies."""
+    from boss_agent.cli.task_follow import controlplane_dir
+    from boss_agent.controlplane import tls
+
+    local = config.local
+    doors = [f"https://{entry.removeprefix('https://')}" for entry in local.listen] + list(local.public_origins)
+    if not doors:
+        return _check("phones", "ok", "loopback only (no local.listen, no local.public_origins)")
+    detail = ", ".join(doors)
+    if local.listen:
+        cert = local.tls_cert or tls.default_paths(controlplane_dir(config.state_dir))[0]
+        if not cert.exists():
+            if local.tls_cert:
+                return _check("phones", "fail", f"{detail}: no certificate at {cert}", "fix local.tls_cert")
+            return _check("phones", "ok", f"{detail}; the certificate is made at the first `boss-agent up`")
+        try:
+            detail += f"; certificate {tls.fingerprint(cert)}"
+        except ValueError:
+            return _check("phones", "fail", f"{detail}: {cert} is not a PEM certificate", "fix local.tls_cert")
+    return _check("phones", "ok", detail)
 
 
 # ----------------------------------------------------------------- network checks
@@ -354,4 +371,5 @@ def run_checks(config_path: str | Path | None) -> list[Check]:
     results.append(_safely("state dir", lambda: check_state_dir(config)))
     results.append(_safely("daemon", lambda: check_daemon(config)))
     results.append(_safely("service", lambda: check_service(config)))
+    results.append(_safely("phones", lambda: check_phones(config)))
     return results

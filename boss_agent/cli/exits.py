@@ -17,6 +17,8 @@ EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C
 
 def failure(exc: Exception) -> tuple[str, int]:
     """The stderr line (secrets masked) and the exit code for an error that ends a command."""
+    if isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1 and isinstance(exc.exceptions[0], Exception):
+        return failure(exc.exceptions[0])  # a task group's one failure is the command's error
     if isinstance(exc, ConfigError):
         message, code = f"config error: {exc}", EXIT_CONFIG
     elif isinstance(exc, BossAgentError):

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from typer.exceptions import Abort, Exit, TyperException
@@ -31,9 +31,10 @@ class Globals:
 
 
 G = Globals()
+T = TypeVar("T")
 
 
-def guarded[T](fn: Callable[[], T]) -> T:
+def guarded(fn: Callable[[], T]) -> T:
     """Run ``fn``; turn errors into one clean line on stderr and an exit code (cli/exits.py)."""
     try:
         return fn()
@@ -47,6 +48,12 @@ def guarded[T](fn: Callable[[], T]) -> T:
         line, code = failure(exc)
         typer.echo(line, err=True)
         raise typer.Exit(code) from None
+
+
+def tilde(text: str) -> str:
+    """``~`` for the home directory; other paths stay as they are, so a fix can be pasted."""
+    home = str(Path.home())
+    return text.replace(home, "~") if home not in ("", "/") else text
 
 
 def quiet_logs() -> None:

@@ -17,11 +17,34 @@ from rich.console import Console
 from rich.live import Live
 
 from boss_agent.cli import approval_prompt
+from boss_agent.cli.support import tilde
 from boss_agent.cli.terminal_card import render_card
+from boss_agent.config import Config
 from boss_agent.controlplane import LocalClient
-from boss_agent.errors import ControlPlaneError
+from boss_agent.errors import ConfigError, ControlPlaneError
 
 STEP_MARK = {"completed": "✔", "inProgress": "▶", "pending": "○", "failed": "✘"}
+
+
+def workdir_field(workdir: Path | None, config: Config, *, thread: str | None) -> tuple[dict[str, Any], str]:
+    """The task's ``workdir`` field and the line saying where it runs; a bad ``--workdir`` refused.
+
+    No ``--workdir`` names none (not the shell's directory): the task runs where any task
+    without one runs, the ``default_workdir`` or its thread's scratch directory.
+    """
+    if workdir is None:
+        if config.default_workdir is not None:
+            where = f"the configured default_workdir, {tilde(str(config.default_workdir))}"
+        elif thread:
+            where = "the thread's scratch directory under the state dir"
+        else:
+            where = "a new scratch directory under the state dir (--workdir DIR runs it in a project)"
+        return {}, f"workdir: {where}"
+    path = workdir.expanduser().resolve()
+    if not path.is_dir():
+        why = "not a directory" if path.exists() else "does not exist"
+        raise ConfigError(f"--workdir {tilde(str(workdir))}: {why}")
+    return {"workdir": str(path)}, f"workdir: {tilde(str(path))}"
 
 
 def controlplane_dir(state_dir: Path) -> Path:
@@ -48,6 +71,9 @@ class ChangeLines:
         status = str(view.get("status") or "queued")
         if self._changed("status", status):
             out.append(f"status: {status}")
+        reason = view.get("waitReason")
+        if self._changed("wait", str(reason or "")) and reason:
+            out.append(f"waiting: {reason}")  # every slot is held, and by what
         thread = view.get("codexThreadRef")
         if thread and self._changed("thread", str(thread)):
             out.append(f"thread: {thread} (continue it with --thread)")

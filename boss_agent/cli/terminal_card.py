@@ -69,5 +69,6 @@ def render_card(view: dict[str, Any]) -> RenderableType:
     title = f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
     if card.get("backend"):
         title += f" [dim]on {escape(str(card['backend']))}[/]"
-    return Panel(Group(*parts) if parts else Text("waiting for the device…", style="dim"), title=title,
+    waiting = str(view.get("waitReason") or "waiting for the device…")  # why a queued task has not started
+    return Panel(Group(*parts) if parts else Text(waiting, style="dim"), title=title,
                  title_align="left")

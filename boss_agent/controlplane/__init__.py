@@ -9,7 +9,11 @@ Modules, by responsibility:
     api.py       the device API v1, server side (docs/device-api.md)
     local.py     the local API for the page and `boss-agent task` (table there), SSE
     web.py       the page and its static files (``static/``)
-    security.py  the doors: loopback Host, same Origin, installation secret
+    security.py  the credentials: installation secret, owner sessions, phones; the middleware
+    origins.py   which way a request came in: loopback, a proxy's public origin, a direct listener
+    phones.py    one-time phone codes and paired phones (hashed tokens, wrong-code limit)
+    phone_api.py the phones' routes (codes, pair, list, revoke, whoami)
+    tls.py       the phone listeners' certificate: the owner's or a self-signed one made once
     core.py      operations + their notifications (long-poll wake-ups, live events)
     queue.py     tasks and leases (the lifecycle is drawn there); who may touch approvals
     approval_store.py approval requests and decisions (incl. userInput answers)
@@ -27,6 +31,8 @@ Python API::
         cp.submit_task(prompt, **task_fields) -> taskId   # camelCase fields of device API §3
         cp.task(task_id) -> TaskView;  cp.tasks();  cp.devices()
         cp.cancel_task(task_id);  cp.decide(task_id, approval_id, decision);  cp.revoke_device(device_id)
+        cp.create_phone_code() -> {url, code, fingerprint, expiresAt, qr};  cp.phones();  cp.revoke_phone(id)
+        cp.listen_urls, cp.fingerprint     # with listen=("ADDRESS:PORT",), public_origins=(...)
         await cp.wait_task(task_id, condition, timeout_s=600) -> TaskView   # event-driven
     await serve(db_path, host, port, ready=callback)       # until cancelled
 
@@ -36,7 +42,8 @@ Python API::
         await client.cancel(task_id);  await client.decide(task_id, approval_id, decision)
         await client.pairing_code(ttl_s=None)
 
-Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's session cookie)::
+Local HTTP API (``Authorization: Bearer`` with the secret or a page session on loopback,
+or a phone's token, see ``security.py``; no cookie is enough on loopback)::
 
     GET  /api/health                                   {"ok": true}   (no secret needed)
     GET  /api/local/state                              {"devices": [...], "tasks": [...]}
@@ -52,7 +59,9 @@ Local HTTP API (secret: ``Authorization: Bearer <secret>`` or the page's session
                                                        {"answers": {qid: [text]}}; an MCP form adds
                                                        "content" beside "accept")
     GET  /api/local/events                             SSE: snapshot, then task / device events
-    GET  /?token=<secret>                              sets a session cookie (never the secret), 303 to /
+    GET  /?token=<secret>                              303 to /#session=<session> (never the secret; loopback only)
+    POST /api/local/phones/codes | /phones/pair | GET /api/local/phones | POST /phones/{id}/revoke
+    GET  /api/local/whoami                             see ``phone_api.py``
 
 TaskView: ``{taskId, status (queued|running|completed|failed|cancelled|abandoned),
 attempt, deviceId, leaseExpiresAt, cancelRequested, seq, executionProgress, result
@@ -62,7 +71,9 @@ approvals ([{approvalId, kind, summary, risk, availableDecisions, status
 message?, mode?, schema?, url?, createdAt, decidedAt}]: the current attempt's only),
 createdAt, updatedAt, claimedAt, completedAt, codexThreadRef and turnId (the thread and
 turn it runs on, live from progress uploads, then from the result: what Steer and
-Continue send), task (the submitted Task fields with prompt)}``.
+Continue send), waitReason (a queued task's reason for not starting while every slot of
+the device is held, e.g. "2 tasks are waiting on your approval; this one starts when a slot
+frees"; else null), task (the submitted Task fields with prompt)}``.
 """
 
 from boss_agent.controlplane.client import LocalClient

@@ -41,10 +41,13 @@ DEFAULT_APPROVAL_WAIT_MS = 25_000
 STATES = ("idle", "busy", "draining")
 STATUSES = tuple(s.value for s in TaskStatus if s in TERMINAL)  # what `complete` may say
 BACKENDS = ("app_server", "exec", "cua")
-APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput", "elicitation")
+APPROVAL_KINDS = ("command", "fileChange", "permissions", "userInput", "elicitation", "tool")
 ELICITATION_MODES = ("form", "url")
 MAX_REASON_CHARS = 200  # device API §6: Codex's stated reason, sanitized and short
 MAX_EXTRA_JSON_CHARS = 20_000  # questions, a form schema: a phone shows a handful of fields
+# §6 detail: a command is shown whole up to 16 KiB; as JSON its escapes and newlines can
+# double that, and a patch or a permission lists every path.
+MAX_DETAIL_JSON_CHARS = 80_000
 RISKS = ("low", "medium", "high")
 MAX_SEQ = 2**53  # JSON numbers beyond this lose precision in JavaScript clients
 
@@ -182,6 +185,10 @@ def _kind_fields(body: dict[str, Any]) -> dict[str, Any]:
             out["url"] = url
     if len(dumps(out)) > MAX_EXTRA_JSON_CHARS:
         raise bad_request("the approval's questions, permissions or schema are too large")
+    if isinstance(body.get("detail"), dict):
+        if len(dumps(body["detail"])) > MAX_DETAIL_JSON_CHARS:
+            raise bad_request("the approval's detail is too large")
+        out["detail"] = body["detail"]
     return out
 
 

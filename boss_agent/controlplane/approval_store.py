@@ -19,6 +19,10 @@ exists with a different request, or that an earlier attempt used, is a 409
 ``approval_conflict``. When Codex stops waiting the device withdraws the approval: it
 is marked ``withdrawn`` (with the reason) and a decision on it is a 409
 ``approval_withdrawn``.
+
+The request's ``detail`` (what accepting does, §6) is kept only while the approval is
+pending: deciding or withdrawing it drops the detail from the stored request, so the
+command lines and paths are not kept beyond the decision they were shown for.
 """
 
 from __future__ import annotations
@@ -69,6 +73,13 @@ def poll_answer(decision: Any) -> dict[str, Any]:
     return {"status": "decided", "decision": decision}
 
 
+DROP_DETAIL = "request = json_remove(request, '$.detail')"  # decided or withdrawn: shown no more
+
+
+def without_detail(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k != "detail"}
+
+
 class Approvals:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -78,7 +89,10 @@ class Approvals:
         row = self.db.one("SELECT request, archived FROM approvals WHERE task_id = ? AND approval_id = ?",
                           task_id, request["approvalId"])
         if row is not None:
-            if row["archived"] or loads(row["request"]) != request:
+            stored = loads(row["request"])
+            if "detail" not in stored:  # decided or withdrawn since: the detail was dropped
+                request = without_detail(request)
+            if row["archived"] or stored != request:
                 raise ControlPlaneError(409, "approval_conflict",
                                         "an approval with this id exists for another request")
             return False
@@ -109,7 +123,7 @@ class Approvals:
         """Codex stopped waiting: a pending approval becomes withdrawn. True if it changed."""
         self.get(task_id, approval_id)  # 404 for an unknown one
         cur = self.db.conn.execute(
-            "UPDATE approvals SET status = 'withdrawn', withdraw_reason = ?, decided_at = ?"
+            f"UPDATE approvals SET status = 'withdrawn', withdraw_reason = ?, decided_at = ?, {DROP_DETAIL}"
             " WHERE task_id = ? AND approval_id = ? AND status = 'pending' AND archived = 0",
             (reason, self.db.clock(), task_id, approval_id))
         return cur.rowcount == 1
@@ -140,7 +154,7 @@ class Approvals:
         elif decision not in (current.get("availableDecisions") or DEFAULT_DECISIONS):
             raise _invalid("decision is not one of availableDecisions")
         self.db.conn.execute(
-            "UPDATE approvals SET status = 'decided', decision = ?, decided_at = ?"
+            f"UPDATE approvals SET status = 'decided', decision = ?, decided_at = ?, {DROP_DETAIL}"
             " WHERE task_id = ? AND approval_id = ? AND status = 'pending'",
             (dumps(decision), self.db.clock(), task_id, approval_id),
         )

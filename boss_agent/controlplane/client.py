@@ -94,6 +94,16 @@ class LocalClient:
         body = {} if ttl_s is None else {"ttlS": ttl_s}
         return str((await self._call("POST", "/api/local/pairing-codes", body))["pairingCode"])
 
+    async def phone_code(self) -> dict[str, Any]:
+        """A one-time phone code: ``{url, code, fingerprint, expiresAt, qr}``."""
+        return await self._call("POST", "/api/local/phones/codes")
+
+    async def phones(self) -> list[dict[str, Any]]:
+        return list((await self._call("GET", "/api/local/phones"))["phones"])
+
+    async def revoke_phone(self, phone_id: str) -> None:
+        await self._call("POST", f"/api/local/phones/{phone_id}/revoke")
+
     async def follow(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
         """The task's view now and after every change, until it is finished."""
         try:

@@ -21,6 +21,7 @@ from boss_agent.controlplane.approval_store import poll_answer
 from boss_agent.controlplane.db import Database
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S, Devices
 from boss_agent.controlplane.events import Broadcaster, Signal
+from boss_agent.controlplane.phones import Phones
 from boss_agent.controlplane.queue import TaskQueue
 from boss_agent.errors import ControlPlaneError
 
@@ -31,6 +32,7 @@ class Core:
     def __init__(self, db_path: Path, lease_s: float, clock: Any = time.time) -> None:
         self.db = Database(db_path, clock)
         self.devices = Devices(self.db)
+        self.phones = Phones(self.db)
         self.queue = TaskQueue(self.db, lease_s)
         self.queue_changed = Signal()
         self.approvals_changed = Signal()
@@ -38,6 +40,8 @@ class Core:
         self.parked_claims = 0
         self.events = Broadcaster()
         self.closing = asyncio.Event()
+        self._wait_reason: str | None = None  # the queued tasks' last published waitReason
+        self._offline: set[str] = set()  # devices the page was last told are offline
 
     def stop(self) -> None:
         """Answer every long poll now and end every stream (the database stays open)."""
@@ -53,6 +57,17 @@ class Core:
 
     def _task_changed(self, task_id: str) -> None:
         self.events.publish("task", self.queue.task(task_id))
+        self._wait_reason_changed()
+
+    def _wait_reason_changed(self) -> None:
+        """A running task's approval, a finished task or a heartbeat can change why the queued
+        tasks wait: then each queued task's view goes out again, with the new reason."""
+        reason = self.queue.wait_reason()
+        if reason == self._wait_reason:
+            return
+        self._wait_reason = reason
+        for view in self.queue.queued():
+            self.events.publish("task", view)
 
     def _device_changed(self, device_id: str) -> None:
         self.events.publish("device", self.devices.device(device_id))
@@ -107,12 +122,37 @@ class Core:
         for task_id in self.queue.expire_leases(device_id):
             self._task_changed(task_id)
 
+    def pair_phone(self, code: str, name: str, client: str) -> tuple[str, str]:
+        phone_id, token = self.phones.pair(code, name, client)
+        logger.info("phone %s paired", phone_id)
+        self._phones_changed()
+        return phone_id, token
+
+    def revoke_phone(self, phone_id: str) -> None:
+        self.phones.revoke(phone_id)
+        logger.info("phone %s revoked", phone_id)
+        self.events.end_holder(phone_id)  # its open pages lose their live stream at once
+        self._phones_changed()
+
+    def _phones_changed(self) -> None:
+        self.events.publish("phones", {"phones": self.phones.phones()}, owner_only=True)
+
     def sweep_leases(self) -> list[str]:
         expired = self.queue.expire_leases()
         for task_id in expired:
             logger.warning("task %s abandoned: its device stopped renewing the lease", task_id)
             self._task_changed(task_id)
+        self._sweep_offline()
         return expired
+
+    def _sweep_offline(self) -> None:
+        """Tell the page about each device that went offline since the last sweep."""
+        for view in self.devices.devices():
+            if view["state"] != "offline":
+                self._offline.discard(view["deviceId"])
+            elif view["deviceId"] not in self._offline:
+                self._offline.add(view["deviceId"])
+                self.events.publish("device", view)
 
     # -- device operations ------------------------------------------------------
 
@@ -126,6 +166,7 @@ class Core:
         self.devices.record_heartbeat(device_id, body)
         self.queue.renew_leases(device_id, body.get("runningTaskIds") or [])
         self._device_changed(device_id)
+        self._wait_reason_changed()
         return self.queue.cancel_ids(device_id)
 
     async def claim(self, device_id: str, slots: int, wait_s: float) -> list[dict[str, Any]]:

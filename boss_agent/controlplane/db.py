@@ -69,6 +69,20 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_at  REAL,
     PRIMARY KEY (task_id, approval_id)
 );
+CREATE TABLE IF NOT EXISTS phone_codes (
+    code_hash   TEXT PRIMARY KEY,
+    created_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    used_at     REAL
+);
+CREATE TABLE IF NOT EXISTS phones (
+    phone_id      TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    token_hash    TEXT NOT NULL UNIQUE,
+    created_at    REAL NOT NULL,
+    last_seen_at  REAL,
+    revoked_at    REAL
+);
 """
 # Columns added after the first release: (table, column, definition). A database made by
 # an older version gets them on open; CREATE TABLE IF NOT EXISTS would not add them.

@@ -28,6 +28,7 @@ PAIRING_CODE_DIGITS = 6
 MAX_FAILED_PAIRINGS = 10  # per client and window: a typo or two is fine; a million-code search is not
 PAIRING_WINDOW_S = 600  # one code's TTL: a client gets ten guesses per code lifetime at most
 MAX_TRACKED_CLIENTS = 4096  # bounds the memory a flood of source addresses can take
+OFFLINE_AFTER_S = 60  # four missed 15 s heartbeats (the lease): the device reads offline, not its last state
 DEVICE_INFO_KEYS = ("deviceName", "hostname", "platform", "arch", "agentVersion")
 HEARTBEAT_KEYS = ("agentVersion", "state", "runningTaskIds", "maxConcurrentTasks", "capabilities", "system")
 
@@ -49,19 +50,21 @@ def format_code(digits: str) -> str:
 class AttemptLimiter:
     """Wrong pairing codes per client over a sliding window (in memory: a restart forgives)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_failures: int = MAX_FAILED_PAIRINGS, window_s: float = PAIRING_WINDOW_S) -> None:
         self.failures: dict[str, list[float]] = {}
+        self.max_failures = max_failures
+        self.window_s = window_s
 
     def retry_after(self, client: str, now: float) -> int | None:
         """Seconds until ``client`` may try again, or None when it may now."""
-        recent = [t for t in self.failures.get(client, []) if t > now - PAIRING_WINDOW_S]
+        recent = [t for t in self.failures.get(client, []) if t > now - self.window_s]
         if recent:
             self.failures[client] = recent
         else:
             self.failures.pop(client, None)
-        if len(recent) < MAX_FAILED_PAIRINGS:
+        if len(recent) < self.max_failures:
             return None
-        return max(1, int(recent[0] + PAIRING_WINDOW_S - now) + 1)
+        return max(1, int(recent[0] + self.window_s - now) + 1)
 
     def failed(self, client: str, now: float) -> None:
         if client not in self.failures and len(self.failures) >= MAX_TRACKED_CLIENTS:
@@ -150,6 +153,13 @@ class Devices:
     def devices(self) -> list[dict[str, Any]]:
         return [self._view(row) for row in self.db.all("SELECT * FROM devices ORDER BY paired_at")]
 
+    def _state(self, row: Any, beat: dict[str, Any]) -> str | None:
+        last = row["last_heartbeat_at"] or row["paired_at"]
+        if row["revoked_at"] is None and self.db.clock() - last > OFFLINE_AFTER_S:
+            return "offline"  # a dead `up` on an old port, a laptop asleep: not "idle"
+        state: str | None = beat.get("state")
+        return state
+
     def _view(self, row: Any) -> dict[str, Any]:
         beat = loads(row["heartbeat"]) or {}
         return {
@@ -159,7 +169,7 @@ class Devices:
             "revoked": row["revoked_at"] is not None,
             "revokedAt": iso(row["revoked_at"]),
             "lastHeartbeatAt": iso(row["last_heartbeat_at"]),
-            "state": beat.get("state"),
+            "state": self._state(row, beat),
             "runningTaskIds": beat.get("runningTaskIds") or [],
             "maxConcurrentTasks": beat.get("maxConcurrentTasks"),
             "capabilities": beat.get("capabilities"),

@@ -37,7 +37,8 @@ class Signal:
 
 
 class Subscription:
-    def __init__(self) -> None:
+    def __init__(self, holder: str | None = None) -> None:
+        self.holder = holder  # the phone whose stream this is, so revoking it ends the stream
         self.queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue(SUBSCRIBER_QUEUE_MAX)
 
     def offer(self, item: tuple[str, Any] | None) -> bool:
@@ -58,8 +59,8 @@ class Broadcaster:
         return len(self._subscribers)
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[Subscription]:
-        sub = Subscription()
+    async def subscribe(self, holder: str | None = None) -> AsyncIterator[Subscription]:
+        sub = Subscription(holder)
         self._subscribers.add(sub)
         self.subscribed.fire()
         try:
@@ -67,12 +68,21 @@ class Broadcaster:
         finally:
             self._subscribers.discard(sub)
 
-    def publish(self, kind: str, payload: Any) -> None:
+    def publish(self, kind: str, payload: Any, *, owner_only: bool = False) -> None:
+        """To every stream; ``owner_only``: not to phones' streams (the phone list is the owner's)."""
         for sub in list(self._subscribers):
+            if owner_only and sub.holder is not None:
+                continue
             if not sub.offer((kind, payload)):
                 logger.warning("dropping a live-event subscriber that fell %d events behind", SUBSCRIBER_QUEUE_MAX)
                 self._subscribers.discard(sub)
                 self._end(sub)
+
+    def end_holder(self, holder: str) -> None:
+        """End the streams of ``holder`` (a revoked phone) now."""
+        for sub in [s for s in self._subscribers if s.holder == holder]:
+            self._subscribers.discard(sub)
+            self._end(sub)
 
     def close(self) -> None:
         """End every stream (server shutdown)."""

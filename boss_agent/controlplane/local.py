@@ -4,7 +4,9 @@ All of it needs the installation secret (see ``security.py``). Bodies and errors
 follow the device API's conventions (camelCase JSON, ``{"error": {code, message}}``).
 
     GET  /api/health                                  {"ok": true}  (no secret: a liveness probe)
-    GET  /api/local/state                             {"devices": [Device], "tasks": [TaskView]}
+    GET  /api/local/state                             {"devices": [Device], "tasks": [TaskView],
+                                                      "statuses": {set name: [status]}}  (the sets
+                                                      the page acts on: see ``status_sets``)
     GET  /api/local/devices                           {"devices": [Device]}
     POST /api/local/devices/{deviceId}/revoke         {}
     POST /api/local/pairing-codes   {"ttlS"?}         201 {"pairingCode": "483-921", "expiresInS": 600}
@@ -29,9 +31,11 @@ from typing import Any
 
 from aiohttp import web
 
+from boss_agent import lifecycles
+from boss_agent.controlplane import queue
 from boss_agent.controlplane.api import CORE_KEY
 from boss_agent.controlplane.devices import PAIRING_CODE_TTL_S
-from boss_agent.controlplane.queue import TASK_FIELDS
+from boss_agent.controlplane.security import principal
 from boss_agent.controlplane.wire import bad_request, json_body, need_int, need_str
 from boss_agent.tasks import MAX_PROMPT_CHARS
 
@@ -46,9 +50,20 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
+def status_sets() -> dict[str, list[str]]:
+    """The status sets the page acts on, read where they are defined (it keeps no copy)."""
+    return {"live": [lifecycles.TaskStatus.RUNNING],  # a device holds it: answered, steered, cancelled there
+            "terminal": sorted(lifecycles.TERMINAL), "waiting": sorted(lifecycles.WAITING),
+            "finished": sorted(queue.FINISHED), "retryable": sorted(queue.RETRYABLE)}
+
+
+def snapshot(request: web.Request) -> dict[str, Any]:
+    return {**request.app[CORE_KEY].snapshot(), "statuses": status_sets()}
+
+
 @routes.get("/api/local/state")
 async def state(request: web.Request) -> web.Response:
-    return web.json_response(request.app[CORE_KEY].snapshot())
+    return web.json_response(snapshot(request))
 
 
 @routes.get("/api/local/devices")
@@ -74,7 +89,7 @@ async def pairing_code(request: web.Request) -> web.Response:
 async def submit(request: web.Request) -> web.Response:
     body = await json_body(request)
     prompt = need_str(body, "prompt", limit=MAX_PROMPT_CHARS)
-    unknown = sorted(set(body) - {"prompt", *TASK_FIELDS})
+    unknown = sorted(set(body) - {"prompt", *queue.TASK_FIELDS})
     if unknown:
         raise bad_request(f"unknown task field {unknown[0]!r}", "invalid_task")
     fields = {key: value for key, value in body.items() if key != "prompt" and value not in (None, "")}
@@ -127,10 +142,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     try:
         # Subscribe before the snapshot: a change in between arrives as an event after it.
-        async with core.events.subscribe() as sub:
+        who = principal(request)
+        async with core.events.subscribe(who.phone_id if who else None) as sub:
             if core.closing.is_set():
                 return response
-            await response.write(_frame("snapshot", core.snapshot()))
+            await response.write(_frame("snapshot", snapshot(request)))
             while True:
                 try:
                     async with asyncio.timeout(SSE_KEEPALIVE_S):

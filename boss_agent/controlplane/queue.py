@@ -31,6 +31,7 @@ running task reported that turn (any device while nobody has reported it).
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from typing import Any
 
 from boss_agent.controlplane.approval_store import Approvals
@@ -48,6 +49,7 @@ TASK_FIELDS = (
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
 FINISHED = QUEUE_FINISHED  # the queue's own end (a lease that ran out included)
 Q = QueueStatus
+RETRYABLE = frozenset(s for s in Q if QUEUE.moves_to(s, Q.QUEUED))  # retry(): abandoned, failed
 RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
 
 
@@ -59,6 +61,28 @@ SELECT * FROM tasks AS q WHERE q.status = :queued
                   AND json_extract(r.refs, '$.turnId') = json_extract(q.spec, '$.targetCodexTurnId'))
 ORDER BY q.position
 """
+
+
+# The running tasks that hold a slot (a steer joins a running turn and holds none).
+SLOT_HOLDERS_SQL = ("SELECT task_id, device_id FROM tasks WHERE status = ?"
+                    " AND json_extract(spec, '$.targetCodexTurnId') IS NULL")
+SLOT_FREES = "this one starts when a slot frees"
+
+
+def _tasks(n: int) -> str:
+    return f"{n} task is" if n == 1 else f"{n} tasks are"
+
+
+def describe_wait(running: int, asking: int) -> str:
+    """The reason a queued task gives while ``running`` tasks (``asking`` of them waiting
+    on an approval) hold every slot."""
+    if running == 0:
+        return f"every slot of the device is busy; {SLOT_FREES}"
+    if asking == running:
+        return f"{_tasks(running)} waiting on your approval; {SLOT_FREES}"
+    if asking == 0:
+        return f"{_tasks(running)} running; {SLOT_FREES}"
+    return f"{_tasks(running)} running ({asking} waiting on your approval); {SLOT_FREES}"
 
 
 def _not_found() -> ControlPlaneError:
@@ -111,13 +135,46 @@ class TaskQueue:
         return row
 
     def task(self, task_id: str) -> dict[str, Any]:
-        return self._view(self._row(task_id))
+        return self._view(self._row(task_id), self.wait_reason())
 
     def tasks(self, limit: int = 200) -> list[dict[str, Any]]:
         rows = self.db.all("SELECT * FROM tasks ORDER BY position DESC LIMIT ?", limit)
-        return [self._view(row) for row in rows]
+        reason = self.wait_reason()
+        return [self._view(row, reason) for row in rows]
 
-    def _view(self, row: Any) -> dict[str, Any]:
+    def queued(self) -> list[dict[str, Any]]:
+        """The views of the queued tasks, oldest first."""
+        rows = self.db.all("SELECT * FROM tasks WHERE status = ? ORDER BY position", Q.QUEUED)
+        reason = self.wait_reason()
+        return [self._view(row, reason) for row in rows]
+
+    def wait_reason(self) -> str | None:
+        """Why a queued task has not started: every slot of every live device is held; else None.
+
+        A device's slots are what its last heartbeat (within a lease) says it runs at once,
+        held by the tasks this control plane gave it or, if more, by the tasks it says it
+        runs. No live device, or one with a free slot, is no reason to give.
+        """
+        since = self.db.clock() - self.lease_s
+        devices = self.db.all("SELECT device_id, heartbeat FROM devices WHERE revoked_at IS NULL"
+                              " AND heartbeat IS NOT NULL AND last_heartbeat_at >= ?", since)
+        if not devices:
+            return None
+        running = self.db.all(SLOT_HOLDERS_SQL, Q.RUNNING)
+        held = Counter(row["device_id"] for row in running)
+        for device in devices:
+            beat = loads(device["heartbeat"]) or {}
+            slots = beat.get("maxConcurrentTasks")
+            busy = max(held[device["device_id"]], len(beat.get("runningTaskIds") or []))
+            if not isinstance(slots, int) or busy < slots:
+                return None
+        ids = [row["task_id"] for row in running]
+        marks = ",".join("?" * len(ids))
+        counted = self.db.one(f"SELECT COUNT(DISTINCT task_id) AS n FROM approvals WHERE status = 'pending'"
+                              f" AND archived = 0 AND task_id IN ({marks})", *ids) if ids else None
+        return describe_wait(len(ids), counted["n"] if counted is not None else 0)
+
+    def _view(self, row: Any, wait_reason: str | None = None) -> dict[str, Any]:
         """The task as the local API and the page show it (the page uses ``title``).
 
         ``codexThreadRef``/``turnId``: the thread and turn the task ran on, live from its
@@ -145,6 +202,8 @@ class TaskQueue:
             "codexThreadRef": result.get("codexThreadRef") or live.get("codexThreadRef")
             or spec.get("codexThreadRef"),
             "turnId": result.get("turnId") or live.get("turnId"),
+            # Why it has not started (queued, not a steer, every slot held), else None.
+            "waitReason": wait_reason if row["status"] == Q.QUEUED and not spec.get("targetCodexTurnId") else None,
             "task": spec,
         }
 
@@ -257,7 +316,7 @@ class TaskQueue:
     def retry(self, task_id: str) -> None:
         """Requeue an abandoned or failed task as a new attempt."""
         row = self._row(task_id)
-        if not QUEUE.moves_to(row["status"], Q.QUEUED):  # abandoned or failed
+        if row["status"] not in RETRYABLE:  # the table's moves to queued
             raise ControlPlaneError(409, "task_not_retryable", f"the task is {row['status']}")
         self.db.conn.execute(
             "UPDATE tasks SET status = ?, attempt = attempt + 1, device_id = NULL,"

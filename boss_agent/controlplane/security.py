@@ -1,46 +1,56 @@
-"""The local control plane's doors: loopback Host, same Origin, the secret and its sessions.
+"""The local control plane's credentials: the secret, the owner's sessions, the phones.
 
-It listens on loopback, but any web page the user opens can make their browser call
-it. Three checks, in ``security_middleware``, in this order:
+Which way a request came in (loopback, a reverse proxy's public origin, a direct
+https listener) and the Host and Origin rules are ``origins.py``'s. Then, in
+``security_middleware``:
 
-1. ``Host`` must be a loopback name or address, parsed strictly (``localhost`` or a
-   loopback IP literal, then at most a numeric port), else 403 ``forbidden_host``: a
-   DNS-rebinding page reaches us under its own host name and stops here.
-2. A state-changing request (anything but GET/HEAD/OPTIONS) that carries an
-   ``Origin`` must come from this very origin, else 403 ``forbidden_origin`` (CSRF).
-   Requests without ``Origin`` (the daemon, the CLI) pass this check.
-3. Everything except the device API (``/api/v1/…``, guarded by device tokens), the
-   health probe and the ``/?token=`` door needs ``Authorization: Bearer <secret>``
-   (the CLI) or the page's session cookie, else 401.
+1. A foreign ``Host`` is 403 ``forbidden_host``; a state-changing request whose
+   ``Origin`` is not the door's own is 403 ``forbidden_origin``.
+2. The device API (``/api/v1/…``, guarded by device tokens) is served on loopback only.
+3. The page's files, the health probe and the phone-code trade are open (they hold
+   no data); everything else needs a principal, else 401:
+   - the owner: ``Authorization: Bearer`` with the secret (the CLI) or a session
+     (the page script), accepted on loopback only: the secret never leaves the machine;
+   - a phone: ``Authorization: Bearer`` with its token, or, on https only, its
+     ``__Host-`` cookie. A phone reaches ``PHONE_PATHS`` only (403 ``owner_only``
+     elsewhere): never pairing codes, phones or device revocation.
+
+No cookie is ever enough on loopback: browsers send cookies to every port of
+127.0.0.1, so any local dev server the user visits would receive it. The page keeps
+its session in its own origin's storage and sends it in a header.
 
 The secret is generated once per installation into ``controlplane.secret`` next to
-the database, mode 0600, and replaced by ``rotate_secret``. The cookie never holds
-it: browsers send cookies to every port of 127.0.0.1, so any local dev server the user
-visits would receive it. It holds a session token instead, ``expiry.nonce.mac`` with
-the mac an HMAC of the rest under the secret: it expires, and rotating the secret
-voids every session and every printed URL at once. Every credential is compared as
-bytes (``hmac.compare_digest`` refuses non-ASCII str), so a malformed one is a 401.
+the database, mode 0600, and replaced by ``rotate_secret``. A session is
+``expiry.nonce.mac``, the mac an HMAC of the rest under the secret: it expires, and
+rotating the secret voids every session and every printed URL at once. Every
+credential is compared as bytes (``hmac.compare_digest`` refuses non-ASCII str), so a
+malformed one is a 401.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from aiohttp import web
 
+from boss_agent.controlplane.api import CORE_KEY
+from boss_agent.controlplane.origins import Door, door_of, origin_allowed
 from boss_agent.controlplane.wire import Handler, error_response
 
 SECRET_FILE = "controlplane.secret"
 URL_FILE = "controlplane.url"  # written by a running ControlPlane beside its database; how clients find it
-OPEN_PATHS = ("/api/health",)
+# The page's files hold no data (a phone with nothing but a code must load them), the
+# health probe says only "ok", and the phone-code trade is rate limited.
+OPEN_PATHS = ("/", "/api/health", "/manifest.webmanifest", "/sw.js", "/api/local/phones/pair")
+PHONE_PATHS = ("/api/local/state", "/api/local/devices", "/api/local/events", "/api/local/whoami")
+PHONE_PREFIXES = ("/api/local/tasks", "/api/local/approvals/")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
@@ -51,8 +61,6 @@ SECURITY_HEADERS = {
 }
 SESSION_TTL_S = 24 * 3600  # a working day; a session a local server caught dies by the next
 MAX_CREDENTIAL_CHARS = 512  # far above a secret or a session token; longer is refused unread
-# ``host`` or ``[v6]``, then an optional ASCII port: no userinfo, no second colon, no spaces.
-_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
 
 
 def as_bytes(text: str) -> bytes:
@@ -97,10 +105,11 @@ def load_or_create_secret(db_path: Path, *, rotate: bool = False) -> str:
 
 @dataclass
 class Doors:
-    """The secret (replaceable while running) and the clock sessions expire by."""
+    """The secret (replaceable while running), the clock sessions expire by, the proxies' origins."""
 
     secret: str
     clock: Callable[[], float]
+    public_origins: tuple[str, ...] = ()
 
     def _mac(self, payload: str) -> str:
         return hmac.new(as_bytes(self.secret), as_bytes(payload), hashlib.sha256).hexdigest()
@@ -120,60 +129,75 @@ class Doors:
 
 
 DOORS_KEY: web.AppKey[Doors] = web.AppKey("doors", Doors)
+PHONE_COOKIE = "__Host-boss_phone"  # __Host-: Secure, path /, no Domain: this origin only
 
 
-def cookie_name(request: web.Request) -> str:
-    # Cookies ignore ports: two control planes on one machine need different names.
-    port = request.url.port or 80
-    return f"boss_cp_{port}"
+@dataclass(frozen=True)
+class Principal:
+    role: Literal["owner", "phone"]
+    phone_id: str | None = None
 
 
-def host_is_loopback(host: str | None) -> bool:
-    """True only for ``localhost`` or a loopback IP literal, with at most a numeric port."""
-    match = _HOST.fullmatch(host or "")
-    if match is None or (match["port"] is not None and not 0 < int(match["port"]) < 65536):
-        return False
-    name = (match["v6"] or match["name"]).lower()
-    if match["name"] is not None and name.endswith(".") and name != ".":
-        name = name[:-1]
-    if name == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return address.is_loopback and (match["v6"] is None) == (address.version == 4)
+# Set on every request by the middleware: the way in, and who is calling (absent on open paths).
+DOOR: web.RequestKey[Door] = web.RequestKey("door", Door)
+PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal", Principal)
 
 
-def origin_allowed(request: web.Request) -> bool:
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return True
-    return same(origin.lower(), f"{request.scheme}://{request.host}".lower())
+def door(request: web.Request) -> Door:
+    return request[DOOR]
 
 
-def has_secret(request: web.Request) -> bool:
-    doors = request.app[DOORS_KEY]
+def principal(request: web.Request) -> Principal | None:
+    return request.get(PRINCIPAL)
+
+
+def bearer_of(request: web.Request) -> str:
     auth = request.headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer " and same(auth[7:].strip(), doors.secret):
-        return True
-    return doors.session_valid(request.cookies.get(cookie_name(request), ""))
+    return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
 
-def needs_secret(request: web.Request) -> bool:
-    if request.path.startswith("/api/v1/") or request.path in OPEN_PATHS:
-        return False
-    return not (request.path == "/" and "token" in request.query)  # the page's door checks it
+def authenticate(request: web.Request, way: Door) -> Principal | None:
+    doors = request.app[DOORS_KEY]
+    bearer = bearer_of(request)
+    if len(bearer) > MAX_CREDENTIAL_CHARS:
+        return None
+    if way.kind == "loopback" and bearer and (same(bearer, doors.secret) or doors.session_valid(bearer)):
+        return Principal("owner")
+    token = bearer or (request.cookies.get(PHONE_COOKIE, "") if way.https else "")
+    if not token or len(token) > MAX_CREDENTIAL_CHARS:
+        return None
+    phone_id = request.app[CORE_KEY].phones.authenticate(token)
+    return Principal("phone", phone_id) if phone_id else None
+
+
+def is_open(request: web.Request) -> bool:
+    return request.path in OPEN_PATHS or request.path.startswith("/static/")
+
+
+def phone_may(path: str) -> bool:
+    return path in PHONE_PATHS or path.startswith(PHONE_PREFIXES)
 
 
 @web.middleware
 async def security_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if not host_is_loopback(request.headers.get("Host")):
-        return error_response(403, "forbidden_host", "this server answers only to loopback host names")
-    if request.method not in SAFE_METHODS and not origin_allowed(request):
+    way = door_of(request, request.app[DOORS_KEY].public_origins)
+    if way is None:
+        return error_response(403, "forbidden_host", "this server answers only to its own host names")
+    if request.method not in SAFE_METHODS and not origin_allowed(request, way):
         return error_response(403, "forbidden_origin", "cross-origin requests are refused")
-    if needs_secret(request) and not has_secret(request):
-        return error_response(401, "unauthorized", "open the page URL printed by `boss-agent up`")
+    request[DOOR] = way
+    if request.path.startswith("/api/v1/"):
+        if way.kind != "loopback":
+            return error_response(404, "not_found", "the device API is served on loopback only")
+        return await handler(request)
+    if is_open(request):
+        return await handler(request)
+    who = authenticate(request, way)
+    if who is None:
+        return error_response(401, "unauthorized", "open the page URL printed by `boss-agent up` or `boss-agent page`")
+    if who.role == "phone" and not phone_may(request.path):
+        return error_response(403, "owner_only", "a phone cannot do this; use the page on the machine itself")
+    request[PRINCIPAL] = who
     return await handler(request)
 
 

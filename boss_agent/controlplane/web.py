@@ -1,10 +1,13 @@
-"""The web page: ``/`` (and its ``?token=`` door) and the two static files it loads.
+"""The web page: ``/`` (and its ``?token=`` door) and the static files it loads.
 
-The page is plain HTML, JavaScript and CSS from ``static/`` (no build step, nothing
-from a CDN). ``/?token=<secret>`` checks the secret, stores a session token derived
-from it (never the secret: see ``security.py``) in an HttpOnly, SameSite=Strict cookie
-and redirects to ``/``, so the secret leaves the address bar and the browser history
-at once.
+The page is plain HTML, JavaScript (ES modules, ``<script type="module">``) and CSS
+from ``static/`` (no build step, nothing from a CDN), served to anyone: it holds no
+data, and a phone holding nothing but a pairing code must load it.
+``/?token=<secret>`` (loopback only) checks the secret and redirects to
+``/#session=<session>``, a session token derived from it (never the secret: see
+``security.py``), so the secret leaves the address bar and the browser history at
+once. The fragment never reaches a server; the page script keeps the session in its
+own origin's storage and sends it in a header, so no cookie is set.
 """
 
 from __future__ import annotations
@@ -13,11 +16,17 @@ from pathlib import Path
 
 from aiohttp import web
 
-from boss_agent.controlplane.security import DOORS_KEY, SESSION_TTL_S, cookie_name, same
+from boss_agent.controlplane.security import DOORS_KEY, door, same
 from boss_agent.controlplane.wire import error_response
 
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+# At the root, where a service worker's scope must be and a manifest is looked for.
+ROOT_FILES = {"/sw.js": ("sw.js", "text/javascript"), "/manifest.webmanifest": ("manifest.webmanifest",
+                                                                                  "application/manifest+json")}
+# Every page module, listed once at import: a module script needs a JavaScript type
+# (and X-Content-Type-Options: nosniff holds the browser to it).
+ASSETS = {**{p.name: "text/javascript" for p in STATIC.glob("*.js") if p.name != "sw.js"},
+          "style.css": "text/css", "icon.svg": "image/svg+xml"}
 
 routes = web.RouteTableDef()
 
@@ -28,13 +37,16 @@ async def page(request: web.Request) -> web.StreamResponse:
     if token is None:
         return web.FileResponse(STATIC / "index.html", headers={"Content-Type": "text/html; charset=utf-8"})
     doors = request.app[DOORS_KEY]
-    if not same(token, doors.secret):
+    if door(request).kind != "loopback" or not same(token, doors.secret):
         return error_response(401, "unauthorized", "the token in this URL is not this control plane's")
-    response = web.Response(status=303, headers={"Location": "/"})
-    response.set_cookie(
-        cookie_name(request), doors.new_session(), httponly=True, samesite="Strict", path="/", max_age=SESSION_TTL_S
-    )
-    return response
+    return web.Response(status=303, headers={"Location": f"/#session={doors.new_session()}"})
+
+
+@routes.get("/sw.js")
+@routes.get("/manifest.webmanifest")
+async def root_file(request: web.Request) -> web.StreamResponse:
+    name, kind = ROOT_FILES[request.path]
+    return web.FileResponse(STATIC / name, headers={"Content-Type": f"{kind}; charset=utf-8"})
 
 
 @routes.get("/static/{name}")

@@ -61,11 +61,12 @@ class InstanceLock:
     """An exclusive ``flock`` on ``state_dir/daemon.lock`` that records our pid.
 
     ``acquire`` raises ``AlreadyRunning(pid)`` when another process (or another
-    ``InstanceLock`` in this one) holds it. Usable as a context manager.
+    ``InstanceLock`` in this one) holds it. Usable as a context manager. ``file_name``
+    names another lock in the same way (the control plane's, beside its database).
     """
 
-    def __init__(self, state_dir: Path) -> None:
-        self.path = Path(state_dir) / LOCK_FILE
+    def __init__(self, state_dir: Path, file_name: str = LOCK_FILE) -> None:
+        self.path = Path(state_dir) / file_name
         self._fd: int | None = None
 
     @property

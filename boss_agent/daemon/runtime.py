@@ -91,8 +91,11 @@ class Daemon:
     def __init__(self, config: Config, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None, runner: TaskRunner | None = None,
                  retry_policy: BossApiRetry | None = None, claim_wait_ms: int | None = None,
-                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True) -> None:
+                 wall_clock: Callable[[], float] | None = None, handle_signals: bool = True,
+                 instance_lock: InstanceLock | None = None) -> None:
         self.config = config
+        # `up` takes the state dir's lock before it pairs; the daemon then runs under it.
+        self.instance_lock = instance_lock
         self.codex_home = codex_home
         self.env = env
         self.runner = runner  # injected in tests; otherwise built on the app-server in run()
@@ -221,7 +224,7 @@ class Daemon:
         gateway_only = self.config.gateway.enabled and not self.config.server_url
         if self.config.gateway.enabled:  # refused at load unless allowed: then it warns here
             check_redis_url(self.config.gateway.redis_url, self.config.gateway.allow_insecure_redis)
-        with InstanceLock(state_dir), self.shutdown:
+        with self.instance_lock or InstanceLock(state_dir), self.shutdown:
             try:
                 await self._run_locked(state_dir, gateway_only, ready)
             finally:

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from tenacity import RetryCallState
 
@@ -35,7 +36,10 @@ class SourceEnded(Exception):
     """A source's ``run`` returned although only cancellation should end it."""
 
 
-class SourceSupervisor[S: TaskSource]:
+S = TypeVar("S", bound=TaskSource)
+
+
+class SourceSupervisor(Generic[S]):
     def __init__(self, name: str, make: Callable[[], S],
                  on_start: Callable[[S], None] | None = None,
                  policy: RestartBackoff | None = None) -> None:

@@ -9,7 +9,7 @@ and environment notices and masks secrets before it cuts.
 
 from __future__ import annotations
 
-from boss_agent.redact import ENVELOPE_TAGS, sanitize_text, strip_environment_notices
+from boss_agent.redact import ENVELOPE_TAGS, redact_answer
 
 PREVIEW_CONTEXT = 300  # chars sanitized before the preview tail: room for a secret's key
 # The streamed answer the card keeps: past this the head is dropped, so a 100,000-delta
@@ -86,5 +86,7 @@ def clean_answer(text: str, *, workdir: str | None, limit: int | None) -> str:
     """
     if limit is not None:
         text = tail_window(text, limit)
-    text = strip_environment_notices(text)
-    return sanitize_text(text.strip(), workdir=workdir, limit=limit, tail=True)
+    text = redact_answer(text, workdir)  # what the answer's stream lets out, joined
+    if limit is not None and len(text) > limit:
+        text = "…" + text[-(limit - 1):]
+    return text

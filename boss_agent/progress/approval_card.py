@@ -1,10 +1,10 @@
 """Approvals on the card: a safe description of each codex request, and its life.
 
-``describe_approval`` turns a codex approval / user-input server request into
-``(kind, summary, risk)``: the summary says what is asked ("Run a command (network: no)",
-"Edit 2 files: a.py, b.txt"), never the command text, the diff or the question text. A
-command is named by its program only (the basename of its first word, e.g. "Run pytest"):
-never its arguments, never an environment assignment in front of it.
+``describe_approval`` gives a codex approval / user-input server request its
+``(kind, summary, risk)`` from ``approval_view.build`` (the one place that builds what a
+person decides on): the summary says what is asked ("Run 2 commands: ls, rm", "Edit 2
+files: a.py, b.txt"), never the command text, the diff or the question text. The card
+keeps only these: the ``detail`` a person decides on is never part of it.
 
 One codex request is one card entry. Entries are keyed by the hashed server request id
 and the hashed item id, so an auto-review of an item, the user's request for the same
@@ -13,143 +13,36 @@ item and the runner's ``boss/approval`` echo all land on the same entry.
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from boss_agent.jsonshape import mapping
 from boss_agent.lifecycles import TERMINAL, TaskStatus
+from boss_agent.progress.approval_view import KIND_OF, build
 from boss_agent.progress.bounds import MAX_APPROVALS, trim
 from boss_agent.progress.card import Approval, Card, key_of
-from boss_agent.redact import sanitize_text
 
-SUMMARY_FILES = 3  # name at most this many files in a summary; the rest is "+N more"
-READ_ONLY_ACTIONS = frozenset({"read", "listFiles", "search"})
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish"})  # `bash -lc "<script>"` names the script's program
-# Program names are short lowercase words (pytest, git, python3.12, g++); a first word
-# with capitals or odd characters looks more like a token or a path than a program.
-PROGRAM_NAME = re.compile(r"[a-z0-9][a-z0-9._+-]{0,39}")
 INPUT_KINDS = ("userInput", "elicitation")  # the person answers these; they wait on input
-
-APPROVAL_REQUESTS = {
-    "item/commandExecution/requestApproval": "command",
-    "execCommandApproval": "command",  # v1 shape, still in ServerRequest
-    "item/fileChange/requestApproval": "fileChange",
-    "applyPatchApproval": "fileChange",  # v1 shape
-    "item/permissions/requestApproval": "permissions",
-    "item/tool/requestUserInput": "userInput",
-    "mcpServer/elicitation/request": "elicitation",
-}
+APPROVAL_REQUESTS = KIND_OF
 _REVIEW_STATUS = {"inProgress": "pending", "approved": "autoApproved", "denied": "autoDenied",
                   "timedOut": "cancelled", "aborted": "cancelled"}
 _REVIEW_KIND = {"command": "command", "execve": "command", "writeStdin": "command",
                 "applyPatch": "fileChange", "networkAccess": "permissions",
-                "mcpToolCall": "permissions", "requestPermissions": "permissions"}
+                "mcpToolCall": "tool", "requestPermissions": "permissions"}
 _RISK = {"low": "low", "medium": "medium", "high": "high", "critical": "high"}
 
 
-def _files_label(files: list[str]) -> str:
-    names = ", ".join(files[:SUMMARY_FILES])
-    more = f" +{len(files) - SUMMARY_FILES} more" if len(files) > SUMMARY_FILES else ""
-    noun = "file" if len(files) == 1 else "files"
-    return f"Edit {len(files)} {noun}: {names}{more}"
-
-
-def _relative(path: str, workdir: str | None) -> str:
-    if workdir and os.path.isabs(path):
-        rel = os.path.relpath(path, workdir)
-        return rel if not rel.startswith("..") else os.path.basename(path)
-    return path
-
-
-def _network_requested(params: Mapping[str, Any]) -> bool:
-    if params.get("networkApprovalContext"):
-        return True
-    extra = params.get("additionalPermissions") or params.get("permissions") or {}
-    network = extra.get("network") if isinstance(extra, Mapping) else None
-    return bool(isinstance(network, Mapping) and network.get("enabled"))
-
-
-def _words(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:  # unbalanced quotes: the plain split still finds the first word
-        return text.split()
-
-
-def program_name(params: Mapping[str, Any]) -> str | None:
-    """The program a command runs (basename of its first word), or None when unsure."""
-    actions = params.get("commandActions") or params.get("parsedCmd") or []
-    first = actions[0] if actions and isinstance(actions[0], Mapping) else {}
-    command = first.get("command") if isinstance(first.get("command"), str) else params.get("command")
-    words = command if isinstance(command, list) else _words(command) if isinstance(command, str) else []
-    words = [w for w in words if isinstance(w, str)]
-    if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1].startswith("-") \
-            and "c" in words[1]:
-        words = _words(words[2])
-    words = [w for w in words if "=" not in w]  # FOO=bar before the program may carry a secret
-    if not words:
-        return None
-    name = os.path.basename(words[0])
-    if not PROGRAM_NAME.fullmatch(name) or sanitize_text(name, limit=40) != name:
-        return None
-    return name
-
-
-def _command(params: Mapping[str, Any]) -> tuple[str, str]:
-    network = _network_requested(params)
-    actions = params.get("commandActions") or params.get("parsedCmd") or []
-    kinds = {a.get("type") for a in actions if isinstance(a, Mapping)}
-    risk = "high" if network or params.get("additionalPermissions") else (
-        "low" if kinds and kinds <= READ_ONLY_ACTIONS else "medium")
-    program = program_name(params)
-    return f"Run {program or 'a command'} (network: {'yes' if network else 'no'})", risk
-
-
-def _permissions(params: Mapping[str, Any]) -> tuple[str, str]:
-    asked = params.get("permissions") or {}
-    parts = []
-    if isinstance(asked, Mapping):
-        if _network_requested({"permissions": asked}):
-            parts.append("network")
-        fs = asked.get("fileSystem") or {}
-        if isinstance(fs, Mapping):
-            for mode in ("read", "write"):
-                if fs.get(mode):
-                    parts.append(f"{mode} {len(fs[mode])} path(s)")
-    return "Grant extra permissions" + (f": {', '.join(parts)}" if parts else ""), "high"
-
-
 def describe_approval(method: str, params: Mapping[str, Any], *, workdir: str | None,
-                      files: Iterable[str] = ()) -> tuple[str, str, str]:
-    """``(kind, summary, risk)`` for an approval or user-input server request.
+                      item: Mapping[str, Any] | None = None) -> tuple[str, str, str]:
+    """``(kind, summary, risk)`` of a request, as ``approval_view.build`` gives them.
 
-    ``files`` are the paths of the item the request is about (the fileChange request
-    itself carries none; the reducer knows them from the item's ``item/started``).
+    ``item`` is the thread item the request is about (the fileChange request itself
+    names no files; the reducer knows them from the item's ``item/started``). The card
+    does not know the task's sandbox, so it assumes the least; the runner's
+    ``boss/approval`` record then sets the summary and risk it really asked with.
     """
-    params = params if isinstance(params, Mapping) else {}
-    kind = APPROVAL_REQUESTS.get(method, "permissions")
-    if kind == "command":
-        summary, risk = _command(params)
-    elif kind == "fileChange":
-        paths = [_relative(p, workdir) for p in files]
-        changes = params.get("fileChanges")
-        if not paths and isinstance(changes, Mapping):
-            paths = [_relative(str(p), workdir) for p in changes]
-        summary = _files_label(paths) if paths else "Edit files"
-        risk = "high" if params.get("grantRoot") else "medium"
-        if params.get("grantRoot"):
-            summary += " (and allow writes outside the workdir)"
-    elif kind == "permissions":
-        summary, risk = _permissions(params)
-    elif method == "mcpServer/elicitation/request":
-        summary, risk = f"MCP server {params.get('serverName') or '?'} asks for input", "low"
-    else:
-        count = len(params.get("questions") or [])
-        summary, risk = f"Answer {count} question{'' if count == 1 else 's'}", "low"
-    return kind, summary, risk
+    view = build(method, params, workdir=workdir, item=item)
+    return view.kind, view.summary, view.risk
 
 
 # ---------------------------------------------------------------------------- reducing
@@ -204,8 +97,10 @@ def on_request(card: Card, message: Mapping[str, Any]) -> Card:
     method, params = message["method"], message.get("params") or {}
     request_key = key_of(message.get("id"))
     item_key = key_of(params.get("itemId") or params.get("callId"))
-    files = [c.path for c in card.fileChanges if item_key is not None and c.item_key == item_key]
-    kind, summary, risk = describe_approval(method, params, workdir=card.workdir, files=files)
+    changes = [{"path": c.path, "kind": c.change} for c in card.fileChanges
+               if item_key is not None and c.item_key == item_key]
+    kind, summary, risk = describe_approval(method, params, workdir=card.workdir,
+                                            item={"changes": changes} if changes else None)
     index = _find(card, request_key, item_key)
     # The public id is a sequence number: codex request ids stay off the card. The runner
     # names its Boss approval itself and joins it with ``boss/approval {requestId}``.

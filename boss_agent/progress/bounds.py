@@ -19,7 +19,9 @@ import heapq
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 MAX_STEPS = 200
 MAX_APPROVALS = 200
@@ -60,7 +62,7 @@ def status_rank(record: Any) -> int:
     return _OPEN_STATUS.get(status, 0) if isinstance(status, str) else 0
 
 
-def trim[T](records: Sequence[T], cap: int,
+def trim(records: Sequence[T], cap: int,
          rank: Callable[[T], int] = status_rank) -> tuple[tuple[T, ...], int]:
     """At most ``cap`` of ``records`` in their order, and how many were left out.
 
@@ -78,7 +80,7 @@ def trim[T](records: Sequence[T], cap: int,
     return tuple(r for i, r in enumerate(records) if i not in drop), excess
 
 
-def _first_lowest[T](records: Sequence[T], rank: Callable[[T], int]) -> int:
+def _first_lowest(records: Sequence[T], rank: Callable[[T], int]) -> int:
     """The index of the oldest entry of the lowest rank; stops at the first settled one."""
     best, best_rank = 0, None
     for index, record in enumerate(records):

@@ -21,7 +21,7 @@ from boss_agent.errors import UnknownCardField
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
 from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire, wire_size
-from boss_agent.redact import sanitize_text, settled_prefix
+from boss_agent.redact import StreamRedactor, sanitize_text, settled_prefix
 from boss_agent.timefmt import utc_iso
 
 CARD_VERSION = 1
@@ -253,6 +253,9 @@ class Card:
     backgroundAgents: tuple[BackgroundAgent, ...] = ()  # noqa: N815
     # ---- private: never serialized
     answer: str = field(default="", repr=False)  # the agent message being streamed
+    # ``answer`` through the streaming sanitizer: what of it may be shown (answerPreview,
+    # the gateway's answer stream) while it streams; a new stream per agent message.
+    answer_stream: StreamRedactor | None = field(default=None, repr=False)
     final_text: str | None = field(default=None, repr=False)  # the last completed answer
     workdir: str | None = field(default=None, repr=False)
     ignored_count: int = field(default=0, repr=False)  # methods this reducer does not know
@@ -292,11 +295,14 @@ class Card:
         _set(new, "__dict__", state)
         return new
 
-    def streamed(self, answer: str, at: str | int | None) -> Card:
-        """``evolve(answer=answer, updatedAt=at)`` for the hot path, an answer delta:
-        no status can change, so no keyword dict and no transition check."""
+    def streamed(self, answer: str, delta: str, at: str | int | None) -> Card:
+        """``evolve(answer=answer, updatedAt=at)`` and ``delta`` fed to the answer's
+        stream, for the hot path, an answer delta: no status can change, so no keyword
+        dict and no transition check."""
         state = self.__dict__.copy()
         state["answer"] = answer
+        stream = self.answer_stream
+        state["answer_stream"] = (stream or StreamRedactor(self.workdir)).feed(delta)
         state["updatedAt"] = at
         new = _new(Card)
         _set(new, "__dict__", state)
@@ -437,12 +443,22 @@ def _plain(value: Any, workdir: str | None) -> Any:
 
 
 def answer_preview(card: Card) -> str | None:
+    """While the task runs, the tail of what the answer's stream let out (a secret
+    still arriving is held back there); once it ended, the tail of the final answer."""
+    if card.status not in TERMINAL and card.answer_stream is not None:
+        return card.answer_stream.preview(ANSWER_PREVIEW_CHARS)
     text = card.answer or card.final_text
-    if card.answer and card.answer != card.final_text and card.status not in TERMINAL:
-        text = settled_prefix(card.answer)  # still streaming: no half-arrived secret goes out
     if not text:
         return None
     return clean_answer(text, workdir=card.workdir, limit=ANSWER_PREVIEW_CHARS) or None
+
+
+def answer_stream(card: Card) -> StreamRedactor | None:
+    """The answer's stream, finished once the task ended (nothing more will come)."""
+    stream = card.answer_stream
+    if stream is not None and card.status in TERMINAL and not stream.done:
+        return stream.finish()
+    return stream
 
 
 def reasoning_text(card: Card) -> str:

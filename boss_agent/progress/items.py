@@ -36,6 +36,7 @@ from boss_agent.progress.card import (
     ToolActivity,
     key_of,
 )
+from boss_agent.redact import StreamRedactor
 
 ItemHandler = Callable[[Card, Mapping[str, Any], bool], Card]
 MAX_ACTIVITIES = 50  # collaborations and MCP servers: a phone lists the recent ones
@@ -162,12 +163,18 @@ def _artifacts_from_changes(card: Card, changes: Any) -> Card:
 
 
 def agent_message(card: Card, item: Mapping[str, Any], done: bool) -> Card:
-    text = item.get("text") if isinstance(item.get("text"), str) else ""
-    if not done:
-        return card.evolve(answer=text)
+    text: str = item["text"] if isinstance(item.get("text"), str) else ""
+    if not done:  # a new message: a new stream
+        return card.evolve(answer=text, answer_stream=StreamRedactor(card.workdir).feed(text))
+    stream = card.answer_stream
+    if stream is None or stream.done:
+        stream = StreamRedactor(card.workdir)
+    if len(text) > stream.fed:
+        stream = stream.feed(text[stream.fed:])  # what the deltas did not bring (none, usually)
+    stream = stream.finish()
     if item.get("phase") == "commentary":
-        return card.evolve(answer=text)
-    return card.evolve(answer=text, final_text=text)
+        return card.evolve(answer=text, answer_stream=stream)
+    return card.evolve(answer=text, final_text=text, answer_stream=stream)
 
 
 def plan(card: Card, item: Mapping[str, Any], done: bool) -> Card:

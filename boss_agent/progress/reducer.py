@@ -95,7 +95,7 @@ def item_completed(card: Card, params: Mapping[str, Any]) -> Card:
 
 def agent_delta(card: Card, params: Mapping[str, Any]) -> Card:
     delta = params.get("delta")
-    return card.evolve(answer=grow_answer(card.answer, delta)) if isinstance(delta, str) else card
+    return card.streamed(grow_answer(card.answer, delta), delta, card.updatedAt) if isinstance(delta, str) else card
 
 
 def summary_delta(card: Card, params: Mapping[str, Any]) -> Card:
@@ -291,7 +291,7 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         delta = params.get("delta")
         if type(delta) is str:
             at = message.get("emittedAtMs")
-            return card.streamed(grow_answer(card.answer, delta), at if type(at) is int else card.updatedAt)
+            return card.streamed(grow_answer(card.answer, delta), delta, at if type(at) is int else card.updatedAt)
     if type(method) is not str:
         return card  # a response to one of our requests: nothing for the card
     try:

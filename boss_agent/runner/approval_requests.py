@@ -19,24 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from boss_agent import metrics
-from boss_agent.jsonshape import mapping
-from boss_agent.progress.approval_card import describe_approval
-from boss_agent.redact import sanitize_text
+from boss_agent.progress.approval_view import (
+    ELICITATION,
+    MAX_QUESTIONS,
+    PERMISSIONS,
+    USER_INPUT,
+    ApprovalView,
+    available_decisions,
+    build,
+)
 from boss_agent.runner.feed import CardFeed
 from boss_agent.tasks import ApprovalRequest, TaskSink
 
 if TYPE_CHECKING:
     from boss_agent.appserver.routing import ServerRequest
-    from boss_agent.appserver.protocol import (
-        AdditionalFileSystemPermissions,
-        RequestPermissionProfile,
-        ToolRequestUserInputQuestion,
-    )
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +48,8 @@ APPROVAL_METHODS = frozenset({
     "item/tool/requestUserInput",
     "mcpServer/elicitation/request",  # MCP tool-call approvals (e.g. the CUA driver's click)
 })
-USER_INPUT = "item/tool/requestUserInput"
-PERMISSIONS = "item/permissions/requestApproval"
-ELICITATION = "mcpServer/elicitation/request"
 ELICITATION_DECISIONS = ("accept", "decline", "cancel")
 DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
-MAX_QUESTIONS = 10  # request_user_input asks a handful; more is not something a phone shows
-MAX_REASON_CHARS = 200  # device API §6: Codex's stated reason, sanitized and short
-MAX_SCHEMA_CHARS = 10_000  # an MCP form has a handful of fields; a bigger one is not for a phone
 WITHDRAW_TIMEOUT_S = 10.0  # best effort: a slow server must not hold the turn's end
 CARD_STATUS = {"accept": "accepted", "acceptForSession": "accepted", "decline": "declined",
                "cancel": "cancelled"}
@@ -71,24 +66,6 @@ def _decisions(params: dict[str, Any]) -> tuple[str, ...]:
         return DEFAULT_DECISIONS
     # codex accepts "decline" even when it does not list it (facts 3c C).
     return tuple(dict.fromkeys([*offered, "decline"]))
-
-
-def _questions(params: dict[str, Any], workdir: str) -> tuple[dict[str, Any], ...]:
-    out = []
-    asked: list[ToolRequestUserInputQuestion] = params.get("questions") or []
-    for q in asked[:MAX_QUESTIONS]:
-        if not isinstance(q, dict):
-            continue
-        options = [{"label": sanitize_text(o.get("label", ""), workdir=workdir, limit=200),
-                    "description": sanitize_text(o.get("description") or "", workdir=workdir, limit=300)}
-                   for o in q.get("options") or [] if isinstance(o, dict)]
-        # The contract's names (device API §6): allowOther for codex's isOther, secret for isSecret.
-        out.append({"id": sanitize_text(q.get("id", ""), limit=100),
-                    "header": sanitize_text(q.get("header") or "", workdir=workdir, limit=100),
-                    "question": sanitize_text(q.get("question") or "", workdir=workdir, limit=500),
-                    "options": options, "allowOther": bool(q.get("isOther", True)),
-                    "secret": bool(q.get("isSecret"))})
-    return tuple(out)
 
 
 def user_input_answers(decision: object) -> dict[str, dict[str, list[str]]]:
@@ -108,73 +85,10 @@ def user_input_answers(decision: object) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def _permission_facts(asked: RequestPermissionProfile | None, workdir: str) -> list[str]:
-    """What a permissions request asks, as short facts; paths relative to the workdir."""
-    facts: list[str] = []
-    if not isinstance(asked, dict):
-        return facts
-    network = asked.get("network")
-    if isinstance(network, dict) and network.get("enabled"):
-        facts.append("network access")
-    files = asked.get("fileSystem")
-    fs: AdditionalFileSystemPermissions = files if isinstance(files, dict) else {}
-    for mode, paths in (("write", fs.get("write")), ("read", fs.get("read"))):
-        for path in (paths or [])[:MAX_QUESTIONS]:
-            if isinstance(path, str):
-                facts.append(f"{mode}: {sanitize_text(path, workdir=workdir, limit=200)}")
-    return facts
-
-
-def _schema(value: object, workdir: str) -> dict[str, Any] | None:
-    """An MCP form's schema, its texts sanitized; None when it is not a small object."""
-    if not isinstance(value, dict) or len(json.dumps(value, default=str)) > MAX_SCHEMA_CHARS:
-        return None
-
-    def clean(node: object) -> object:
-        if isinstance(node, dict):
-            return {str(k)[:100]: clean(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        return sanitize_text(node, workdir=workdir, limit=500) if isinstance(node, str) else node
-    cleaned = clean(value)
-    return cleaned if isinstance(cleaned, dict) else None
-
-
-def details(method: str, params: dict[str, Any], workdir: str) -> dict[str, Any]:
-    """The kind-specific fields of device API §6, each string sanitized like the card."""
-    out: dict[str, Any] = {}
-    reason = params.get("reason") or params.get("justification")
-    if isinstance(reason, str) and reason.strip():
-        out["reason"] = sanitize_text(reason, workdir=workdir, limit=MAX_REASON_CHARS)
-    if method == PERMISSIONS:
-        out["permissions"] = _permission_facts(params.get("permissions"), workdir)
-    elif method == ELICITATION:
-        mode = "url" if params.get("mode") == "url" else "form"
-        out["message"] = sanitize_text(params.get("message") or "", workdir=workdir, limit=500)
-        out["mode"] = mode
-        if mode == "url" and isinstance(params.get("url"), str):
-            out["url"] = sanitize_text(params["url"], limit=500)
-        schema = _schema(params.get("requestedSchema"), workdir) if mode == "form" else None
-        if schema is not None:
-            out["schema"] = schema
-    return out
-
-
-def describe(method: str, params: dict[str, Any], workdir: str) -> tuple[str, str, str]:
-    """(kind, summary, risk): the card's description, sharpened for MCP tool-call approvals.
-
-    An MCP elicitation that codex raises to approve a tool call names the server and the
-    tool (never its arguments); a tool that says it is destructive is high risk.
-    """
-    kind, summary, risk = describe_approval(method, params, workdir=workdir)
-    meta = mapping(params.get("_meta"))
-    if method == ELICITATION and meta.get("codex_approval_kind") == "mcp_tool_call":
-        server = sanitize_text(params.get("serverName") or "?", limit=60)
-        tool = sanitize_text(meta.get("tool_name") or "?", limit=80)
-        hints = mapping(meta.get("tool_annotations"))
-        risk = "high" if hints.get("destructiveHint") else "low" if hints.get("readOnlyHint") else "medium"
-        return "permissions", f"Use the {server} tool {tool}", risk
-    return kind, summary, risk
+def describe(method: str, params: dict[str, Any], workdir: str, *, sandbox: str | None = None,
+             item: Mapping[str, Any] | None = None) -> ApprovalView:
+    """The request as the person sees it (``approval_view.build``, the one place)."""
+    return build(method, params, workdir=workdir, sandbox=sandbox, item=item)
 
 
 def codex_answer(method: str, params: dict[str, Any], decision: str | dict[str, Any] | None
@@ -208,7 +122,8 @@ class Approvals:
     """The approvals of one task's turn."""
 
     def __init__(self, *, task_id: str, feed: CardFeed, sink: TaskSink, approval_mode: str,
-                 timeout_s: float, workdir: str, attempt: int = 1) -> None:
+                 timeout_s: float, workdir: str, attempt: int = 1, sandbox: str | None = None,
+                 items: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.task_id = task_id
         self.attempt = attempt
         self.feed = feed
@@ -216,6 +131,10 @@ class Approvals:
         self.approval_mode = approval_mode
         self.timeout_s = timeout_s
         self.workdir = workdir
+        self.sandbox = sandbox  # the task's effective sandbox mode: what a command runs under
+        # The turn's items as codex announced them (item/started), by id: a request names
+        # its item, whose changes or arguments are what the person decides on.
+        self.items: Mapping[str, Mapping[str, Any]] = items if items is not None else {}
         self._seen: set[str] = set()
         self._waiting: dict[object, asyncio.Task[None]] = {}  # codex request id -> its wait
         self._stop_reason: dict[object, str] = {}  # why a wait was cancelled (withdraw reason)
@@ -242,9 +161,13 @@ class Approvals:
             self.resolved(request_id, reason)
 
     async def _handle(self, request: ServerRequest, params: dict[str, Any], aid: str) -> None:
-        kind, summary, risk = describe(request.method, params, self.workdir)
-        # requestId joins this record to the card's entry for the codex request itself.
-        entry = {"id": aid, "kind": kind, "risk": risk, "summary": summary, "requestId": request.id}
+        item_id = params.get("itemId") or params.get("callId")
+        view = describe(request.method, params, self.workdir, sandbox=self.sandbox,
+                        item=self.items.get(item_id) if isinstance(item_id, str) else None)
+        # requestId joins this record to the card's entry for the codex request itself;
+        # the card gets the summary and risk, never the detail.
+        entry = {"id": aid, "kind": view.kind, "risk": view.risk, "summary": view.summary,
+                 "requestId": request.id}
         if self.approval_mode == "deny":
             result, status = codex_answer(request.method, params, None)
             await request.respond(result)
@@ -253,7 +176,7 @@ class Approvals:
         await self.feed.event("approval", **entry, status="pending")
         status = "cancelled"
         try:
-            decision = await self._ask(request.method, params, aid, kind, summary, risk)
+            decision = await self._ask(request.method, params, aid, view)
         except asyncio.CancelledError:
             await self._withdraw(aid, self._stop_reason.pop(request.id, "turn_ended"))
             self._waiting.pop(request.id, None)
@@ -269,14 +192,14 @@ class Approvals:
             self._waiting.pop(request.id, None)
             await self.feed.event("approval", **entry, status=status)
 
-    async def _ask(self, method: str, params: dict[str, Any], aid: str, kind: str, summary: str,
-                   risk: str) -> str | dict[str, Any] | None:
+    async def _ask(self, method: str, params: dict[str, Any], aid: str,
+                   view: ApprovalView) -> str | dict[str, Any] | None:
+        offered = (() if method == USER_INPUT else ELICITATION_DECISIONS
+                   if method == ELICITATION else _decisions(params))
         ask = ApprovalRequest(
-            approval_id=aid, kind=kind, summary=summary, risk=risk,  # type: ignore[arg-type]
-            available_decisions=(() if method == USER_INPUT else ELICITATION_DECISIONS
-                                 if method == ELICITATION else _decisions(params)),
-            questions=_questions(params, self.workdir) if method == USER_INPUT else (),
-            details=details(method, params, self.workdir),
+            approval_id=aid, kind=view.kind, summary=view.summary, risk=view.risk,
+            available_decisions=available_decisions(view, offered) if offered else (),
+            questions=view.questions, details=view.extras, detail=view.detail,
         )
         try:
             with metrics.approval_waiting():

@@ -57,12 +57,17 @@ def _allowed(path: Path, config: Config) -> bool:
                for root in roots)
 
 
+def _not_a_dir(path: Path) -> str:
+    """Why ``path`` (not a directory) cannot be a workdir: a file is not "missing"."""
+    return "is not a directory" if path.exists() else "does not exist"
+
+
 def _checked(raw: Path, config: Config) -> Path:
     resolved = Path(os.path.realpath(raw))
     if not _allowed(resolved, config):
         raise TaskRejected("the workdir is not inside a configured workspace", WORKDIR_NOT_ALLOWED)
     if not resolved.is_dir():
-        raise TaskRejected("the workdir does not exist", WORKDIR_NOT_ALLOWED)
+        raise TaskRejected(f"the workdir {_not_a_dir(resolved)}", WORKDIR_NOT_ALLOWED)
     return resolved
 
 
@@ -184,7 +189,8 @@ def resolve_workdir(task: Task, config: Config) -> Path:
         return followed
     if config.default_workdir is not None:
         if not config.default_workdir.is_dir():
-            raise TaskRejected("the configured default_workdir does not exist", WORKDIR_NOT_ALLOWED)
+            raise TaskRejected(f"the configured default_workdir {_not_a_dir(config.default_workdir)}",
+                               WORKDIR_NOT_ALLOWED)
         return Path(os.path.realpath(config.default_workdir))
     return scratch_dir(config, scratch_key(task))
 

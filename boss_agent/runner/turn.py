@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
 from boss_agent.errors import (
@@ -43,9 +43,11 @@ if TYPE_CHECKING:
     from boss_agent.appserver.contract import Client
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INTERRUPT_GRACE_S = 15.0  # after turn/interrupt codex reports the turn within ms; this bounds a wedged one
 UNSUPPORTED_REQUEST = -32601
+ASKED_ABOUT = frozenset({"fileChange", "mcpToolCall", "dynamicToolCall"})  # items an approval names
 THREAD_NOT_FOUND = "thread_not_found"
 THREAD_LIMITS_UNENFORCEABLE = "thread_limits_unenforceable"
 MCP_READY_TIMEOUT_S = 30.0  # cua-driver starts in well under a second; a wedged one must not hang the task
@@ -77,6 +79,9 @@ class AppServerTurn:
         self.client = client
         self.turn_sent = False
         self._calls: set[str] = set()  # this turn's commandExecution item ids
+        # The items an approval may be about (a patch's changes, a tool call's arguments),
+        # by id, from item/started until item/completed: codex asks after announcing them.
+        self._asked_about: dict[str, ThreadItem] = {}
         self._last_answer: str | None = None
         self._interrupting = False
 
@@ -205,7 +210,7 @@ class AppServerTurn:
         if confirm and not ctx.limits_hold(held):
             raise TaskFailed("Codex kept the thread's earlier folder or limits", THREAD_LIMITS_UNENFORCEABLE)
 
-    async def _before_turn[T](self, call: Awaitable[T]) -> T:
+    async def _before_turn(self, call: Awaitable[T]) -> T:
         try:
             return await call
         except AppServerError as exc:
@@ -235,7 +240,8 @@ class AppServerTurn:
         ctx = self.ctx
         approvals = Approvals(task_id=ctx.task.task_id, attempt=ctx.task.attempt, feed=ctx.feed, sink=ctx.sink,
                               approval_mode=ctx.policy.approval_mode,
-                              timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir))
+                              timeout_s=ctx.config.codex.approval_timeout_s, workdir=str(ctx.workdir),
+                              sandbox=ctx.policy.sandbox, items=self._asked_about)
         failure: BaseException | None = None
         turn: Turn | None = None
         try:
@@ -266,7 +272,7 @@ class AppServerTurn:
             if children.is_child(params):
                 await children.note(message.method, params, message.raw)
                 if message.method in ("item/started", "item/completed"):
-                    self._note_item(params.get("item"), answer=False)
+                    self._note_item(params.get("item"), answer=False, done=message.method == "item/completed")
                 elif message.method == "serverRequest/resolved":
                     approvals.resolved(params.get("requestId"))
                 continue
@@ -274,7 +280,7 @@ class AppServerTurn:
             if message.method == "serverRequest/resolved":
                 approvals.resolved(params.get("requestId"))
             elif message.method in ("item/started", "item/completed"):
-                self._note_item(params.get("item"))
+                self._note_item(params.get("item"), done=message.method == "item/completed")
             elif message.method == "turn/completed":
                 turn: Turn | None = params.get("turn")
                 if turn and turn.get("id") == self.ctx.turn_id:
@@ -293,9 +299,14 @@ class AppServerTurn:
         else:
             await request.fail(UNSUPPORTED_REQUEST, "not supported by boss-agent")
 
-    def _note_item(self, item: ThreadItem | None, *, answer: bool = True) -> None:
+    def _note_item(self, item: ThreadItem | None, *, answer: bool = True, done: bool = False) -> None:
         if not item or "type" not in item:  # not an item codex's schema describes
             return
+        if item["type"] in ASKED_ABOUT and isinstance(item.get("id"), str):
+            if done:
+                self._asked_about.pop(item["id"], None)
+            else:
+                self._asked_about[item["id"]] = item
         # item["type"] (not .get) narrows the union, so mypy checks each variant's fields.
         if item["type"] == "commandExecution":
             if isinstance(item.get("id"), str):

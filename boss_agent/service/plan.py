@@ -129,8 +129,14 @@ def _package_on_default_path() -> bool:
     return root in installed
 
 
-def daemon_command() -> tuple[tuple[str, ...], dict[str, str]]:
-    """argv for ``boss-agent run`` and any environment it needs to import boss_agent.
+def service_command(config: Config) -> str:
+    """``run`` for a Boss server; without a ``server.url``, ``up``: the local control plane,
+    its page and the daemon, so the embedded default survives a reboot too."""
+    return "run" if config.server_url else "up"
+
+
+def daemon_command(command: str = "run") -> tuple[tuple[str, ...], dict[str, str]]:
+    """argv for ``boss-agent COMMAND`` and any environment it needs to import boss_agent.
 
     The console script next to this interpreter when there is one (a pipx or venv
     install), else ``sys.executable -m boss_agent`` (a source checkout, which then
@@ -138,11 +144,11 @@ def daemon_command() -> tuple[tuple[str, ...], dict[str, str]]:
     """
     script = Path(sys.executable).parent / "boss-agent"
     if script.is_file() and os.access(script, os.X_OK):
-        return (str(script), "run"), {}
+        return (str(script), command), {}
     extra = {} if _package_on_default_path() else {
         "PYTHONPATH": str(Path(boss_agent.__file__).resolve().parent.parent)
     }
-    return (sys.executable, "-m", "boss_agent", "run"), extra
+    return (sys.executable, "-m", "boss_agent", command), extra
 
 
 def service_path_variable(config: Config, host: Host, program: str) -> tuple[str, list[str]]:
@@ -169,7 +175,7 @@ def service_path_variable(config: Config, host: Host, program: str) -> tuple[str
 
 
 def service_spec(config: Config, host: Host, *, system: bool) -> tuple[units.ServiceSpec, list[str]]:
-    argv, extra_env = daemon_command()
+    argv, extra_env = daemon_command(service_command(config))
     path, warnings = service_path_variable(config, host, argv[0])
     environment = {"PATH": path, "BOSS_STATE_DIR": str(config.state_dir.resolve())}
     if config.config_path is not None:
@@ -201,7 +207,8 @@ def plan_install(
     """Files to write and commands to run for ``service install``; changes nothing."""
     host = host or Host.current(platform)
     spec, warnings = service_spec(config, host, system=system)
-    warnings.extend(_pairing_warning(config.state_dir))
+    if service_command(config) == "run":  # `up` pairs with its own control plane
+        warnings.extend(_pairing_warning(config.state_dir))
     path = service_file(host, system=system)
     if host.platform == "linux":
         steps = _systemd_install(path, spec, system)

@@ -18,7 +18,7 @@ import pytest
 
 from boss_agent.controlplane import LocalClient
 from boss_agent.demo.model import DEMO_FILE
-from tests.support.e2e import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval
+from tests.support.e2e import CANARY, PROMPT_WORD, UpProcess, first_task, pending_approval, running_up
 
 pytestmark = pytest.mark.codex
 
@@ -29,11 +29,8 @@ PROMPT = f"Tidy the project up, {PROMPT_WORD}. The deploy key is {CANARY}."
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory, codex_bin: str) -> Iterator[UpProcess]:
-    process = UpProcess(tmp_path_factory.mktemp("e2e-cli"), codex_bin)
-    process.start()
-    yield process
-    if process.proc is not None and process.proc.poll() is None:
-        process.stop()
+    with running_up(tmp_path_factory.mktemp("e2e-cli"), codex_bin) as process:
+        yield process
 
 
 async def _answer_its_approval(up: UpProcess, project: Path, decision: str) -> dict:
@@ -68,7 +65,7 @@ async def test_task_prints_the_answer_and_exits_0_once_its_command_is_approved(u
     assert ANSWER in " ".join(out.split())  # the card may wrap the answer across lines
     assert "completed" in out and f"add {DEMO_FILE}" in out
     assert all(f"✔ {step}" in out for step in DEMO_STEPS), out
-    assert "Run ls (network: no) accepted" in out
+    assert "Run ls (outside the sandbox) accepted" in out
     assert CANARY not in out + err and PROMPT_WORD not in out + err
     assert (project / DEMO_FILE).is_file()
 
@@ -84,7 +81,7 @@ async def test_a_declined_command_is_skipped_and_the_task_still_completes_with_e
     assert [a["decision"] for a in view["approvals"]] == ["decline"]
     assert [t["status"] for t in view["executionProgress"]["toolActivities"]] == ["declined"]
     assert ANSWER in " ".join(out.split()) and CANARY not in out + err and PROMPT_WORD not in out + err
-    assert "Run ls (network: no) declined" in out
+    assert "Run ls (outside the sandbox) declined" in out
     assert (project / DEMO_FILE).is_file()
 
 

@@ -92,6 +92,12 @@ async def _wire(redis: Any, session: str) -> str:
     return json.dumps(await redis.xrange(f"byai_gateway:session:{session}:data_stream"))
 
 
+def _without_forms(wire: str) -> str:
+    """The session's events without the ask-user forms (content type 3013)."""
+    return json.dumps([entry for entry in json.loads(wire)
+                       if json.loads(entry[1]["data"]).get("data", {}).get("contentType") != "3013"])
+
+
 async def _status_is(redis: Any, session: str, message_id: str, status: str) -> bool:
     return (await record_of(redis, session, message_id)).get("status") == status
 
@@ -160,8 +166,14 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
     assert events[-1].event_type == "appStreamResponse"
     approvals = _cards(events)[-1]["approvals"]
     assert [a["status"] for a in approvals] == ["accepted"]
-    for secret in (COMMAND_CANARY, command, "touch approved.txt", "echo "):
-        assert secret not in wire
+    # The person consents to the whole command: the ask-user form carries it (device API
+    # §6, gateway-protocol.md); nothing else on the stream does, not the cards, not the state.
+    # Only the secret in it is masked, there too.
+    assert "touch approved.txt && echo [redacted] > key.txt" in form["pluginMachineFields"][0]["description"]
+    assert COMMAND_CANARY not in wire
+    # The card names the programs (touch, echo), never their arguments.
+    for text in (command, "touch approved.txt", "key.txt"):
+        assert text not in _without_forms(wire), text
 
 
 async def test_sdk_cancel_task_interrupts_a_hung_codex_turn_and_closes_the_stream(
@@ -227,3 +239,61 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
     assert delta_text(next(e for e in events if e.event_type == "finalAnswer")) == "answer via redis"
     assert result["status"] == "completed" and result["resultText"] == "answer via boss"
     assert result["backend"] == "app_server"
+
+
+PASSWORD = "correct horse battery staple"
+PASSWORD_ANSWER = f'config: {{"password": "{PASSWORD}"}}'
+PASSWORD_DELTAS = ['config: {"password": "correct', " horse", " battery", ' staple"}']
+# Longer than both uploaders' coalescing interval (0.25 s): every delta reaches the
+# Boss server and the Redis stream as its own card, as on a slow model.
+SLOW_MODEL_S = 0.4
+
+
+def _fragments(secret: str) -> set[str]:
+    return {secret[i:i + 4] for i in range(len(secret) - 3)}
+
+
+async def test_a_password_streamed_in_words_never_leaves_in_part_on_boss_or_redis(
+        tmp_path: Path, codex_bin: str, module_model: sm.ScriptedModel, env: dict[str, Any], redis_server) -> None:
+    """Issue 26: a quoted value streamed word by word used to go out after its first
+    word was masked (``"[redacted] horse``), in progress uploads, the card preview and
+    the Redis session stream; and masking the final text made the answer stream re-send."""
+    work = tmp_path / "work"
+    work.mkdir()
+    masked = 'config: {"password": "[redacted]"}'
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
+            daemon_support.FaultProxy(cp.url) as proxy:
+        config = make_config(
+            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
+            gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
+        await pair_device(config.state_dir, proxy.url, cp.create_pairing_code(), policy=BossApiRetry.fast())
+        daemon = Daemon(config, codex_home=env["home"], env={"CODEX_HOME": str(env["home"])},
+                        retry_policy=BossApiRetry.fast(), claim_wait_ms=300, handle_signals=False)
+        redis = sdk_redis(redis_server.url)
+        ready = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            job = tg.create_task(daemon.run(ready))
+            await asyncio.wait_for(ready.wait(), TURN_WAIT_S)
+            module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
+            task_id = cp.submit_task("show the config", workdir=str(work))
+            await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
+                                 timeout=TURN_WAIT_S)
+            module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
+            await ask(sdk_client(redis), "s-pw", "show the config", "msg-pw", extra_payload={"workdir": str(work)})
+            events = await read_events(redis, "s-pw", "msg-pw", timeout=TURN_WAIT_S)
+            stream = await _wire(redis, "s-pw")
+            result = cp.task(task_id)["result"]
+            daemon.request_stop()
+            await asyncio.wait_for(job, daemon_support.WAIT_S)
+        await redis.aclose()
+    uploads = [json.dumps(seen.body) for seen in proxy.requests("/progress")]
+    previews = [json.loads(u)["executionProgress"].get("answerPreview") for u in uploads]
+    assert len(uploads) >= len(PASSWORD_DELTAS), "every delta should have reached the server"
+    assert any(p and p.startswith("config:") for p in previews[:-1]), previews  # the answer did stream
+    for where, text in [("progress upload", u) for u in uploads] + [("redis stream", stream)]:
+        shown = sorted(f for f in _fragments(PASSWORD) if f in text)
+        assert not shown, f"{where} holds {shown}: {text[:800]}"
+    assert result["resultText"] == masked
+    deltas = [delta_text(e) for e in events if e.event_type == "answerDelta"]
+    assert "".join(deltas) == masked, deltas  # append-only: nothing sent twice
+    assert delta_text(next(e for e in events if e.event_type == "finalAnswer")) == masked

@@ -9,6 +9,9 @@ finds the control plane through the state dir, stdout a pipe (not a terminal).
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -71,6 +74,60 @@ async def start_cli(tmp_path: Path, *args: str) -> Cli:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     STARTED.append(Cli(proc))
     return STARTED[-1]
+
+
+class Terminal:
+    """One ``boss-agent`` on a pseudo-terminal: what a person at a terminal sees, and their keys."""
+
+    ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
+        self.proc = proc
+        self.master = master
+        self.screen = ""
+        self._more = asyncio.Event()
+        asyncio.get_running_loop().add_reader(master, self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # the child closed the terminal
+            data = b""
+        if not data:
+            asyncio.get_running_loop().remove_reader(self.master)
+        self.screen += self.ANSI.sub("", data.decode(errors="replace"))
+        self._more.set()
+
+    async def until(self, needle: str) -> str:
+        """Everything shown so far, once ``needle`` is on the screen (bounded)."""
+        try:
+            async with asyncio.timeout(LINE_TIMEOUT_S):
+                while needle not in self.screen:
+                    self._more.clear()
+                    await self._more.wait()
+        except TimeoutError:
+            raise AssertionError(f"no {needle!r} on the terminal; it shows:\n{self.screen}") from None
+        return self.screen
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    async def close(self) -> int:
+        async with asyncio.timeout(LINE_TIMEOUT_S):
+            code = await self.proc.wait()
+        asyncio.get_running_loop().remove_reader(self.master)
+        os.close(self.master)
+        return code
+
+
+async def start_terminal(tmp_path: Path, *args: str) -> Terminal:
+    master, child = pty.openpty()
+    env = cli_env(tmp_path / "home", BOSS_STATE_DIR=str(tmp_path / "state"), TERM="xterm-256color", COLUMNS="160")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "boss_agent", *args, cwd=tmp_path, env=env,
+                                                stdin=child, stdout=child, stderr=child)
+    os.close(child)
+    STARTED.append(Cli(proc))  # killed after the test if it is still running
+    return Terminal(proc, master)
 
 
 @pytest.fixture
@@ -136,3 +193,27 @@ async def test_task_computer_use_submits_a_desktop_task(tmp_path: Path, plane: C
                                           "--no-follow")).finish()
     assert code == 0, err
     assert plane.task(out.strip())["task"]["intentCategory"] == "computer_use"
+
+
+@pytest.mark.codex
+async def test_task_at_a_terminal_shows_the_whole_command_and_a_visible_y_n_prompt(
+    tmp_path: Path, plane: ControlPlane, codex_bin: str, codex_home: Path, workdir: Path,
+    scripted_model: sm.ScriptedModel,
+) -> None:
+    """Issue 24: rich read the prompt's ``[y/n]`` as markup and printed nothing of it."""
+    config = make_config(tmp_path, server_url=plane.url, workspace=tmp_path,
+                         codex__bin=codex_bin, max_concurrent_tasks=1)
+    script = "ls && rm -rf victim1 [bold]x[/bold]"
+    scripted_model.enqueue(
+        sm.turn(sm.shell_call(script, sandbox_permissions="require_escalated", justification="clean up")),
+        sm.text_reply("left it alone"))
+    async with paired_daemon(config, plane.url, plane.create_pairing_code(), codex_home):
+        terminal = await start_terminal(tmp_path, "task", "clean up", "--workdir", str(workdir))
+        screen = await terminal.until("[y/n]")
+        terminal.type("n\n")
+        final = await terminal.until("completed on app_server")
+        code = await terminal.close()
+    assert code == 0, final
+    assert "Approve: Run 2 commands: ls, rm (outside the sandbox) (risk: high)" in screen, screen
+    assert "! runs outside the sandbox" in screen and script in screen, screen  # markup shown as typed
+    assert plane.task(plane.tasks()[0]["taskId"])["approvals"][0]["decision"] == "decline"

@@ -62,8 +62,10 @@ async def test_ctrl_c_on_up_does_not_wait_for_an_approval_nobody_will_give(tmp_p
     assert f"task {task_id} cancelled" in up.everything_written()
 
 
-async def test_up_on_a_busy_port_says_so_in_one_line_naming_the_port_and_the_flag(tmp_path: Path) -> None:
-    env = cli_env(tmp_path / "home", BOSS_STATE_DIR=str(tmp_path / "state"), BOSS_WORKSPACES=str(tmp_path))
+async def test_up_on_a_busy_port_says_so_in_one_line_naming_the_port_and_the_flag(
+        tmp_path: Path, codex_bin: str) -> None:
+    env = cli_env(tmp_path / "home", BOSS_STATE_DIR=str(tmp_path / "state"), BOSS_WORKSPACES=str(tmp_path),
+                  BOSS_CODEX_BIN=codex_bin)  # a codex is there: the port is the only problem
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

@@ -28,41 +28,63 @@ from tests.support.controlplane import EVENT_TIMEOUT_S, error_code  # noqa: E402
 pytest_plugins = ("tests.support.controlplane",)  # its fixtures: plane, http, clock, db_path
 
 
-async def open_session(plane: ControlPlane) -> tuple[str, str]:
-    """Go through the ``?token=`` door as the browser does; the cookie's name and value."""
+async def open_session(plane: ControlPlane) -> str:
+    """Go through the ``?token=`` door as the browser does; the session the page script keeps."""
     async with httpx.AsyncClient(base_url=plane.url) as client:
         door = await client.get("/", params={"token": plane.secret})
         assert door.status_code == 303, door.text
-        (name, value), = client.cookies.items()
-    return name, value
+        assert "set-cookie" not in door.headers  # nothing the browser would send by itself
+        location = door.headers["location"]
+        assert location.startswith("/#session="), location  # a fragment never reaches a server
+    return location.split("=", 1)[1]
 
 
-async def test_the_cookie_is_a_session_not_the_secret_and_works_only_as_a_cookie(http, plane):
-    name, session = await open_session(plane)
+def bearer(session: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {session}"}
+
+
+async def test_the_session_is_not_the_secret_and_works_only_in_the_header_the_page_script_sets(http, plane):
+    session = await open_session(plane)
     assert plane.secret not in session
-    assert (await http.get("/api/local/state", headers={"Cookie": f"{name}={session}"})).status_code == 200
-    as_bearer = await http.get("/api/local/state", headers={"Authorization": f"Bearer {session}"})
-    assert as_bearer.status_code == 401 and error_code(as_bearer) == "unauthorized"
+    assert (await http.get("/api/local/state", headers=bearer(session))).status_code == 200
+    port = httpx.URL(plane.url).port
+    as_cookie = await http.get("/api/local/state", headers={"Cookie": f"boss_cp_{port}={session}"})
+    assert as_cookie.status_code == 401 and error_code(as_cookie) == "unauthorized"
     assert (await http.get("/", params={"token": session})).status_code == 401
     expiry, nonce, mac = session.split(".")
     forged = f"{int(expiry) + 10 * SESSION_TTL_S}.{nonce}.{mac}"
-    assert (await http.get("/api/local/state", headers={"Cookie": f"{name}={forged}"})).status_code == 401
+    assert (await http.get("/api/local/state", headers=bearer(forged))).status_code == 401
+
+
+async def test_a_captured_cookie_alone_reads_and_changes_nothing(plane):
+    """What an unrelated local server does with a cookie it was sent: nothing works."""
+    async with httpx.AsyncClient(base_url=plane.url) as browser:
+        door = await browser.get("/", params={"token": plane.secret}, follow_redirects=False)
+        assert door.status_code == 303
+        location = door.headers["location"]
+        if "#session=" in location:  # as a cookie, where a browser would send it by itself
+            browser.cookies.set(f"boss_cp_{httpx.URL(plane.url).port}", location.split("=", 1)[1])
+        for method, path in (("GET", "/api/local/state"), ("POST", "/api/local/tasks"),
+                             ("POST", "/api/local/pairing-codes"), ("GET", "/api/local/events")):
+            response = await browser.request(method, path, json={"prompt": "x"})
+            assert response.status_code == 401, (method, path)
+    assert plane.tasks() == []
 
 
 async def test_a_session_expires(http, plane, clock):
-    name, session = await open_session(plane)
+    session = await open_session(plane)
     clock.advance(SESSION_TTL_S - 60)
-    assert (await http.get("/api/local/state", headers={"Cookie": f"{name}={session}"})).status_code == 200
+    assert (await http.get("/api/local/state", headers=bearer(session))).status_code == 200
     clock.advance(120)
-    assert (await http.get("/api/local/state", headers={"Cookie": f"{name}={session}"})).status_code == 401
+    assert (await http.get("/api/local/state", headers=bearer(session))).status_code == 401
 
 
 async def test_rotating_the_secret_voids_every_session_and_printed_url(http, plane, db_path):
-    name, session = await open_session(plane)
+    session = await open_session(plane)
     old_secret, old_url = plane.secret, plane.page_url
     new_secret = plane.rotate_secret()
     assert new_secret != old_secret and secret_path(db_path).read_text().strip() == new_secret
-    assert (await http.get("/api/local/state", headers={"Cookie": f"{name}={session}"})).status_code == 401
+    assert (await http.get("/api/local/state", headers=bearer(session))).status_code == 401
     assert (await http.get(old_url)).status_code == 401
     assert (await http.get("/api/local/state", headers={"Authorization": f"Bearer {old_secret}"})).status_code == 401
     assert (await http.get(plane.page_url)).status_code == 303
@@ -121,29 +143,26 @@ async def catcher() -> AsyncIterator[CookieCatcher]:
 
 
 async def page_api_status(browser) -> int:
+    """A request of the page's own, without the header its script adds: cookies only."""
     return await browser.execute(
         "return await fetch('/api/local/state', {credentials: 'same-origin'}).then(r => r.status)")
 
 
 @pytest.mark.browser
-async def test_another_local_port_gets_no_usable_secret_and_rotation_locks_the_browser_out(
+async def test_another_local_port_gets_no_cookie_and_rotation_locks_the_browser_out(
         plane, http, catcher, tmp_path: Path):
     async with chromium(tmp_path / "profile") as browser:
         await browser.open(plane.page_url)
-        await browser.wait_for("body")
-        assert await page_api_status(browser) == 200
+        await browser.wait_for('#connection[data-state="live"]')
+        assert await page_api_status(browser) == 401  # the session is in the script's header only
         await browser.open(catcher.url)
         async with asyncio.timeout(EVENT_TIMEOUT_S):
             await catcher.visited.wait()
         sent = catcher.cookies[-1]
-        assert sent.startswith("boss_cp_"), sent  # the browser did send it to the other port
-        assert plane.secret not in sent
-        name, value = sent.split("=", 1)
-        assert (await http.get("/api/local/state", headers={"Authorization": f"Bearer {value}"})).status_code == 401
-        assert (await http.get("/", params={"token": value})).status_code == 401
+        assert "boss_cp_" not in sent and plane.secret not in sent, sent
 
+        await browser.open(plane.url + "/")  # the session survives a reload, in this origin only
+        await browser.wait_for('#connection[data-state="live"]')
         plane.rotate_secret()
         await browser.open(plane.url + "/")
-        assert await page_api_status(browser) == 401
-        replay = await http.get("/api/local/state", headers={"Cookie": sent})
-        assert replay.status_code == 401
+        await browser.wait_for('#connection[data-state="unauthorized"]')

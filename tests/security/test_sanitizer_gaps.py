@@ -112,3 +112,25 @@ def test_third_party_loggers_pass_through_the_redaction_filter(tmp_path: Path, c
     assert TOKEN not in stderr + log and "abcdefghijklmnop1234" not in stderr + log
     lines = [json.loads(line) for line in log.splitlines()]
     assert {line["logger"] for line in lines} >= {"aiohttp.server", "some.library"}, lines
+
+
+GHP = "ghp_" + "Zq7Xw2Lm9Rt4Vb8Nc1Kd" * 2
+
+
+@pytest.mark.parametrize("glued", [
+    f"token_{GHP}", f"GITHUB_TOKEN_{GHP}", f"my_sk-proj-{TOKEN}", "AWS_AKIAABCDEFGHIJKLMNOP",
+    f"slack_xoxb-{TOKEN}", f"jwt_eyJ{TOKEN}.eyJ{TOKEN}.sig", f"x_github_pat_{TOKEN}", f"npm_token_npm_{TOKEN}",
+    f"hf_key_hf_{TOKEN}", f"key_AIza{TOKEN}", f"ci_glpat-{TOKEN}", f"x_sk_live_{TOKEN}",
+    # a letter of another script is a word character too, as an underscore is
+    f"密钥{GHP}",
+])
+def test_a_token_glued_to_a_word_by_an_underscore_is_masked(glued):
+    out = sanitize_text(f"set {glued} now", limit=None)
+    assert TOKEN not in out and "Zq7Xw2Lm9Rt4" not in out and "ABCDEFGHIJKLMNOP" not in out, out
+    assert MASK in out
+
+
+@pytest.mark.parametrize("word", ["risk-assessment-2024-final", "task-12345678-abc", "desk_live_deadbeef99",
+                                  "highp_precision_float_value"])
+def test_a_prefix_inside_a_word_is_not_a_token(word):
+    assert sanitize_text(f"see {word} here", limit=None) == f"see {word} here"

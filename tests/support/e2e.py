@@ -12,12 +12,13 @@ control plane's live event stream, for a task view that matches a condition.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -150,6 +151,18 @@ class UpProcess:
         except TimeoutError:
             raise AssertionError(f"boss-agent {args[0]} did not exit within {timeout_s} s") from None
         return done.returncode, done.stdout, done.stderr
+
+
+@contextlib.contextmanager
+def running_up(root: Path, codex_bin: str) -> Iterator[UpProcess]:
+    """An ``UpProcess`` under ``root``, started; stopped afterwards unless a test stopped it."""
+    process = UpProcess(root, codex_bin)
+    process.start()
+    try:
+        yield process
+    finally:
+        if process.proc is not None and process.proc.poll() is None:
+            process.stop()
 
 
 async def first_task(controlplane_dir: Path, matches: Callable[[dict[str, Any]], bool],

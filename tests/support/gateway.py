@@ -22,6 +22,7 @@ from by_framework.core.registry import WorkerRegistry
 
 from boss_agent.config import Config, load_config
 from boss_agent.progress.card import Artifact, new_card
+from boss_agent.progress.reducer import reduce
 from boss_agent.sources.gateway import Gateway, GatewayTiming
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult
@@ -71,13 +72,18 @@ class ScriptRunner:
                 return TaskResult("cancelled")
             return TaskResult("completed", result_text=f"{rest} {decision}")
         if verb == "card":
-            running = new_card().evolve(status="running")
-            for preview in ("Hel", "Hello wor", "Hello world"):
-                await sink.progress(running.evolve(final_text=preview))
-            await sink.progress(running.evolve(status="completed", final_text="Hello world",
-                                               artifacts=(Artifact("report.md", "document"),)))
+            card = reduce(new_card().evolve(status="running"), {"method": "item/started", "params": {
+                "item": {"type": "agentMessage", "id": "m", "text": ""}}})
+            for piece in ("Hel", "lo wor", "ld"):
+                card = reduce(card, {"method": "item/agentMessage/delta", "params": {"delta": piece}})
+                await sink.progress(card)
+            card = reduce(card, {"method": "item/completed", "params": {
+                "item": {"type": "agentMessage", "id": "m", "text": "Hello world"}}})
+            await sink.progress(card.evolve(status="completed", artifacts=(Artifact("report.md", "document"),)))
             return TaskResult("completed", result_text="Hello world")
-        await sink.answer_delta(rest)
+        # A finished line: the streaming sanitizer holds back nothing of it, so the
+        # answer goes out as one event (a half-arrived last word would wait for close).
+        await sink.answer_delta(rest + "\n")
         return TaskResult("completed", result_text=rest)
 
 

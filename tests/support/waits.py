@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 WAIT_S = 30.0  # a turn against the scripted model takes well under a second; CI is slow
 POLL_S = 0.02  # for conditions with no event to await
+T = TypeVar("T")
 
 
 async def eventually(predicate: Callable[[], Any], timeout: float = WAIT_S, *,
@@ -39,7 +40,7 @@ async def eventually(predicate: Callable[[], Any], timeout: float = WAIT_S, *,
                 await asyncio.sleep(every)
 
 
-async def within[T](awaitable: Awaitable[T], timeout: float = WAIT_S) -> T:
+async def within(awaitable: Awaitable[T], timeout: float = WAIT_S) -> T:
     """Await ``awaitable`` with a bound, so a broken wake-up fails instead of hanging."""
     async with asyncio.timeout(timeout):
         return await awaitable

@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,15 @@ class Browser:
         except WebDriverError as exc:
             raise WebDriverError(f"no {css!r} with text {text!r} within {timeout_s} s ({exc})") from exc
 
+    async def grant(self, permission: str) -> None:
+        """Grant a permission (``notifications``) as if the person had allowed it."""
+        await self.command("POST", "/permissions", {"descriptor": {"name": permission}, "state": "granted"})
+
+    async def execute_async(self, script: str, *args: Any) -> Any:
+        """Run ``script`` in the page; it ends by calling ``arguments[arguments.length - 1](result)``."""
+        await self.command("POST", "/timeouts", {"script": int(WAIT_TIMEOUT_S * 1000)})
+        return await self.command("POST", "/execute/async", {"script": script, "args": list(args)})
+
     async def screenshot(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(await self.command("GET", "/screenshot")))  # noqa: ASYNC240 - test artefact
@@ -149,15 +159,28 @@ async def _drain(proc: asyncio.subprocess.Process) -> None:
         pass  # keep the pipe empty so chromedriver never blocks writing its log
 
 
+@dataclass(frozen=True)
+class Netns:
+    """Run the browser in network namespace ``name``; chromedriver there is reached at
+    ``driver_ip`` from ``client_ip`` (the test's end of the namespace's veth)."""
+
+    name: str
+    driver_ip: str
+    client_ip: str
+
+
 @contextlib.asynccontextmanager
-async def chromium(profile_dir: Path, size: tuple[int, int] = DESKTOP) -> AsyncIterator[Browser]:
+async def chromium(profile_dir: Path, size: tuple[int, int] = DESKTOP, *, netns: Netns | None = None,
+                   extra_args: tuple[str, ...] = ()) -> AsyncIterator[Browser]:
     """Start chromedriver and a headless Chromium session (a ``size`` window); stop both on exit."""
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not shutil.which(binary):
             raise WebDriverError(f"{binary} not found (apt-get install chromium chromium-driver)")
     port = _free_port()
+    prefix = ("ip", "netns", "exec", netns.name) if netns else ()
+    driver_ip, client_ip = (netns.driver_ip, netns.client_ip) if netns else ("127.0.0.1", "127.0.0.1")
     proc = await asyncio.create_subprocess_exec(
-        CHROMEDRIVER, f"--port={port}", "--allowed-ips=127.0.0.1",
+        *prefix, CHROMEDRIVER, f"--port={port}", f"--allowed-ips={client_ip}",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     try:
@@ -165,8 +188,9 @@ async def chromium(profile_dir: Path, size: tuple[int, int] = DESKTOP) -> AsyncI
         async with asyncio.TaskGroup() as group:
             drain = group.create_task(_drain(proc))
             try:
-                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=COMMAND_TIMEOUT_S) as http:
-                    args = [*CHROMIUM_ARGS, f"--window-size={size[0]},{size[1]}", f"--user-data-dir={profile_dir}"]
+                async with httpx.AsyncClient(base_url=f"http://{driver_ip}:{port}", timeout=COMMAND_TIMEOUT_S) as http:
+                    args = [*CHROMIUM_ARGS, f"--window-size={size[0]},{size[1]}", f"--user-data-dir={profile_dir}",
+                            *extra_args]
                     options: dict[str, Any] = {"binary": CHROMIUM, "args": args}
                     if size[0] < MIN_WINDOW_WIDTH:
                         options["mobileEmulation"] = {"deviceMetrics": {

@@ -99,8 +99,8 @@ def test_the_runner_joins_its_approval_id_to_the_codex_request() -> None:
                 "params": {"threadId": "T", "turnId": "U", "itemId": "c"}},
                note("boss/approval", id="apv_1", requestId=4, status="accepted"))
     out = card.to_dict()["approvals"]
-    assert out == [{"id": "apv_1", "kind": "command", "status": "accepted", "risk": "medium",
-                    "summary": "Run a command (network: no)"}]
+    assert out == [{"id": "apv_1", "kind": "command", "status": "accepted", "risk": "high",
+                    "summary": "Run a command (outside the sandbox)"}]
     assert card.status == "running"
 
 
@@ -122,16 +122,16 @@ def test_auto_review_verdicts_become_auto_approved_or_denied() -> None:
 def test_describe_approval_is_safe_and_ranks_risk() -> None:
     assert describe_approval("item/commandExecution/requestApproval",
                              {"command": "curl x", "networkApprovalContext": {"host": "x"}},
-                             workdir=WD) == ("command", "Run curl (network: yes)", "high")
-    kind, summary, risk = describe_approval(
-        "item/fileChange/requestApproval", {}, workdir=WD,
-        files=[f"{WD}/src/a.py", f"{WD}/b.txt", f"{WD}/c", f"{WD}/d"])
+                             workdir=WD) == ("command", "Run curl (outside the sandbox)", "high")
+    changes = [{"path": p, "kind": {"type": "update"}} for p in (f"{WD}/src/a.py", f"{WD}/b.txt", f"{WD}/c", f"{WD}/d")]
+    kind, summary, risk = describe_approval("item/fileChange/requestApproval", {}, workdir=WD,
+                                            item={"changes": changes})
     assert (kind, summary, risk) == ("fileChange", "Edit 4 files: src/a.py, b.txt, c +1 more", "medium")
     assert describe_approval("item/permissions/requestApproval",
                              {"permissions": {"network": {"enabled": True}}}, workdir=None)[0:2] == (
         "permissions", "Grant extra permissions: network")
     assert describe_approval("execCommandApproval", {"command": ["ls"], "parsedCmd": [{"type": "read"}]},
-                             workdir=None) == ("command", "Run ls (network: no)", "low")
+                             workdir=None) == ("command", "Run ls (outside the sandbox)", "high")
 
 
 def test_settings_show_labels_without_cwd_or_instructions() -> None:

@@ -30,12 +30,13 @@ EXIT_S = 30.0
 CLI_FRAMEWORK = ("typer", "pydantic", "pydantic_core", "rich", "shellingham")
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env(tmp_path: Path, codex_bin: str | None = None) -> dict[str, str]:
+    """``codex_bin``: a real one for a daemon that starts (it refuses without); never run unpaired."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("BOSS_")}
     (tmp_path / "config.toml").write_text("")
     return {**base, "HOME": str(tmp_path), "PYTHONPATH": str(REPO), "PYTHONPROFILEIMPORTTIME": "1",
             "BOSS_STATE_DIR": str(tmp_path / "state"), "BOSS_WORKSPACES": str(tmp_path),
-            "BOSS_SERVER_URL": "http://127.0.0.1:9", "BOSS_CODEX_BIN": str(tmp_path / "no-codex")}
+            "BOSS_SERVER_URL": "http://127.0.0.1:9", "BOSS_CODEX_BIN": codex_bin or str(tmp_path / "no-codex")}
 
 
 def _imported(stderr: str) -> set[str]:
@@ -49,11 +50,12 @@ def _waiting(tmp_path: Path, proc: subprocess.Popen[str]) -> bool:
     return status_snapshot(tmp_path / "state")["state"] == "waiting for pairing"
 
 
-async def test_the_running_daemon_never_imported_the_cli_framework_nor_websockets(tmp_path: Path) -> None:
+async def test_the_running_daemon_never_imported_the_cli_framework_nor_websockets(
+        tmp_path: Path, codex_bin: str) -> None:
     argv = [sys.executable, "-m", "boss_agent", "--config", str(tmp_path / "config.toml"), "run"]
     # To a file, not a pipe: the import profile alone can fill a pipe's buffer.
     with (tmp_path / "stderr.txt").open("w") as err:
-        proc = subprocess.Popen(argv, cwd=REPO, env=_env(tmp_path),  # noqa: ASYNC220 - returns at once
+        proc = subprocess.Popen(argv, cwd=REPO, env=_env(tmp_path, codex_bin),  # noqa: ASYNC220 - returns at once
                                 stdout=subprocess.DEVNULL, stderr=err, text=True)
     try:
         await eventually(lambda: _waiting(tmp_path, proc), timeout=START_S)

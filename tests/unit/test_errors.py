@@ -38,3 +38,11 @@ def test_task_errors_carry_device_api_codes() -> None:
     assert errors.TaskRejected("x").code == "invalid_task"
     assert errors.TaskRejected("x", "workdir_not_allowed").code == "workdir_not_allowed"
     assert errors.TurnNotActive("x").code == "turn_not_active"
+
+
+def test_a_task_groups_one_failure_ends_a_command_as_that_error_would() -> None:
+    from boss_agent.cli.exits import failure
+
+    group = ExceptionGroup("unhandled errors in a TaskGroup", [errors.AlreadyRunning(42)])
+    assert failure(group) == failure(errors.AlreadyRunning(42))
+    assert "ExceptionGroup" not in failure(group)[0]

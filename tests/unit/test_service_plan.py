@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -266,9 +267,25 @@ def test_the_logs_command_prints_the_rendered_log(config):
     assert result.output == "t INFO    boss_agent.d: claimed a task\n"
 
 
+def unit_text(plan: InstallPlan) -> str:
+    return next(step.content for step in plan.steps if isinstance(step, WriteFile))
+
+
+def test_without_a_server_url_the_service_runs_up_so_the_page_survives_a_reboot(config, host):
+    plan = plan_install(config, system=False, host=host, linger_probe=never_lingers)
+    exec_start = next(line for line in unit_text(plan).splitlines() if line.startswith("ExecStart="))
+    assert exec_start.endswith(" up"), exec_start
+    assert not any("pair" in w for w in plan.warnings)  # up pairs with its own control plane
+    served = replace(config, server_url="https://boss.example")
+    plan = plan_install(served, system=False, host=host, linger_probe=never_lingers)
+    exec_start = next(line for line in unit_text(plan).splitlines() if line.startswith("ExecStart="))
+    assert exec_start.endswith(" run"), exec_start
+
+
 def test_install_warns_when_the_device_is_not_paired_and_not_once_it_is(config, host):
     from boss_agent.identity import Identity, save_identity
 
+    config = replace(config, server_url="https://boss.example")
     plan = plan_install(config, system=False, host=host)
     assert any("not paired" in w and "boss-agent pair" in w for w in plan.warnings)
     (config.state_dir).mkdir(parents=True, exist_ok=True)

@@ -139,7 +139,7 @@ def test_hardening_leaves_home_and_tmp_visible_to_codex(config, host):
 def test_the_unit_runs_this_boss_agent_with_a_path_that_finds_codex(config, host, codex_bin):
     service = parse_unit(unit_text(config, host, system=False))["Service"]
     argv = [unquote(word) for word in service["ExecStart"][0].split()]
-    assert argv[-1] == "run"
+    assert argv[-1] == "up"  # no server.url in this config: the page and the daemon
     assert argv[0] in (sys.executable, str(Path(sys.executable).parent / "boss-agent"))
     env = environment({"Service": service})
     assert str(Path(codex_bin).parent) in env["PATH"].split(os.pathsep)
@@ -168,7 +168,7 @@ def test_the_launchd_plist_keeps_the_agent_alive_with_logs_in_the_state_dir(conf
     plan = plan_install(config, system=False, host=dataclasses.replace(host, platform="darwin"))
     plist = plistlib.loads(plan.files[0].content.encode())
     assert plist["Label"] == "com.boss.agent"
-    assert plist["ProgramArguments"][-1] == "run"
+    assert plist["ProgramArguments"][-1] == "up"  # no server.url: the embedded default
     assert plist["RunAtLoad"] is True
     assert plist["KeepAlive"] == {"SuccessfulExit": False}
     assert plist["ThrottleInterval"] > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from boss_agent.errors import BossApiError
 from boss_agent.identity import (
@@ -18,15 +19,23 @@ from boss_agent.identity import (
     forget_identity,
     save_identity,
 )
+from boss_agent.netaddr import address_is_loopback
 from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.retry import BossApiRetry
 
 logger = logging.getLogger(__name__)
 
 PAIR_ERRORS = {
-    "invalid_pairing_code": "the pairing code is not valid; create a new one in the Boss app",
-    "pairing_code_expired": "the pairing code has expired; create a new one in the Boss app",
+    "invalid_pairing_code": "the pairing code is not valid",
+    "pairing_code_expired": "the pairing code has expired",
 }
+
+
+def pairing_hint(server_url: str) -> str:
+    """Where a new code comes from: this machine's control plane makes one on its page."""
+    if address_is_loopback(urlsplit(server_url).hostname or ""):
+        return "create a new one with the page's New pairing code button (`boss-agent up` prints the page)"
+    return "create a new one in the Boss app"
 
 
 async def pair_device(state_dir: Path, server_url: str, code: str, *,
@@ -37,7 +46,8 @@ async def pair_device(state_dir: Path, server_url: str, code: str, *,
             answer = await api.pair(code.strip(), device_name)
         except BossApiError as exc:
             if exc.code in PAIR_ERRORS:
-                raise BossApiError(exc.status, exc.code, PAIR_ERRORS[exc.code]) from None
+                message = f"{PAIR_ERRORS[exc.code]}; {pairing_hint(server_url)}"
+                raise BossApiError(exc.status, exc.code, message) from None
             raise
     device_id, token = answer.get("deviceId"), answer.get("deviceToken")
     if not isinstance(device_id, str) or not isinstance(token, str) or not device_id or not token:

@@ -110,6 +110,8 @@ class RemoteApprovals:
         if request.questions:
             body["questions"] = list(request.questions)
         body.update(request.details)
+        if request.detail is not None:
+            body["detail"] = request.detail
         try:
             await self.api.create_approval(task.task_id, body)
         except BossApiError as exc:

@@ -32,10 +32,11 @@ import redis.asyncio as aioredis
 
 from boss_agent.aio import race
 from boss_agent.jsonshape import obj
-from boss_agent.progress.card import Artifact, Card, answer_preview
-from boss_agent.redact import sanitize_text
+from boss_agent.progress.card import Artifact, Card, answer_stream
+from boss_agent.redact import StreamRedactor
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.retry import RedisRetry
+from boss_agent.progress.approval_view import text_lines
 from boss_agent.tasks import ApprovalRequest, SinkDefaults
 
 logger = logging.getLogger(__name__)
@@ -104,15 +105,6 @@ def artifact_names(card: Card) -> list[str]:
     return [a["name"] for a in artifacts if isinstance(a, dict) and isinstance(a.get("name"), str)]
 
 
-def preview_delta(old: str, new: str) -> str:
-    """The text appended to the answer, given two tail previews (≤500 chars each)."""
-    old, new = old.removeprefix("…"), new.removeprefix("…")
-    for start in range(len(old) + 1):  # the preview is a sliding tail: find the overlap
-        if new.startswith(old[start:]):
-            return new[len(old) - start:]
-    return new  # pragma: no cover - the empty suffix always matches
-
-
 def decision_of(resume: wire.Resume, request: ApprovalRequest) -> str | dict[str, Any]:
     """Map a RESUME onto the runner's answer. An unknown decision declines (safe default)."""
     reply = resume.reply_data
@@ -166,19 +158,15 @@ def _answers(resume: wire.Resume, request: ApprovalRequest) -> dict[str, list[st
 
 
 def ask_prompt(request: ApprovalRequest) -> str:
-    """The form's text: what is asked, why, and how to answer (all already sanitized)."""
-    info = request.details
-    parts = [f"{request.summary} (risk: {request.risk})."]
-    if info.get("message"):
-        parts.append(str(info["message"]))
-    if info.get("url"):
-        parts.append(f"Open: {info['url']}")
-    if info.get("permissions"):
-        parts.append("Asks for: " + "; ".join(map(str, info["permissions"])) + ".")
-    if info.get("reason"):
-        parts.append(f"Reason: {info['reason']}")
-    parts.append(f"Reply with one of: {', '.join(request.available_decisions)}")
-    return sanitize_text(" ".join(parts), limit=2000)
+    """The form's text: what is asked (the whole §6 detail), why, and how to answer.
+
+    Every part was sanitized where it was built (``approval_view``); sanitizing the text
+    again would shorten the paths and cut the command the person consents to.
+    """
+    lines = text_lines({"summary": request.summary, "risk": request.risk, "detail": request.detail,
+                        **request.details})
+    lines.append(f"Reply with one of: {', '.join(request.available_decisions)}")
+    return "\n".join(lines)
 
 
 class GatewaySink(SinkDefaults):
@@ -202,7 +190,9 @@ class GatewaySink(SinkDefaults):
         self._withdrawn: set[str] = set()  # forms already announced withdrawn
         self._published: dict[str, str] = {}  # form id -> the stream entry id of its open form
         self._explicit_answer = False
-        self._preview = ""
+        self._own_stream: StreamRedactor | None = None  # answer_delta's stream
+        self._stream_origin: object | None = None  # the card's answer stream being sent
+        self._stream_sent = 0  # how much of it went out
         self._status: str | None = None
         self._artifacts: set[str] = set()
         self._artifact_records: tuple[Artifact, ...] = ()
@@ -222,21 +212,32 @@ class GatewaySink(SinkDefaults):
                 if name not in self._artifacts:
                     self._artifacts.add(name)
                     self._push("event", wire.artifact_event(self.ctx, name))
-        # The preview is the answer stream's source: computed per card, but the whole
-        # card is serialized only when the pump writes it (a newer card replaces it).
-        preview = None if self._explicit_answer else answer_preview(card)
-        # The card holds back a half-arrived word while the answer streams, so a
-        # secret never leaves in pieces here either (card.answer_preview).
-        if not self._explicit_answer and isinstance(preview, str):
-            if preview.removeprefix("…") and preview != self._preview:
-                self._push_answer(preview_delta(self._preview, preview))
-                self._preview = preview
+        # The answer stream is the card's answer through the streaming sanitizer: only
+        # text that is final goes out, appended, never sent again. The whole card is
+        # serialized only when the pump writes it (a newer card replaces it).
+        if not self._explicit_answer:
+            self._push_answer(self._stream_news(card))
         self._push("card", card)
 
+    def _stream_news(self, card: Card) -> str:
+        """What the card's answer stream let out since the last card."""
+        stream = answer_stream(card)
+        if stream is None:
+            return ""
+        if stream.origin is not self._stream_origin:  # the next agent message
+            self._stream_origin, self._stream_sent = stream.origin, 0
+        news = stream.sent - self._stream_sent
+        if news <= 0:
+            return ""
+        self._stream_sent = stream.sent
+        return stream.shown[-news:]  # ``shown`` holds at least the last call's output
+
     async def answer_delta(self, text: str) -> None:
-        """Optional sink method: the runner streams answer text itself (preferred)."""
+        """Optional sink method: the runner streams answer text itself (preferred),
+        through the same streaming sanitizer as the card's answer."""
         self._explicit_answer = True
-        self._push_answer(sanitize_text(text, workdir=self._workdir, limit=None))
+        self._own_stream = (self._own_stream or StreamRedactor(self._workdir)).feed(text)
+        self._push_answer(self._own_stream.out)
 
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """Optional sink method: the turn's ids, so a client can steer it while it runs."""
@@ -320,6 +321,9 @@ class GatewaySink(SinkDefaults):
             await asyncio.sleep(COALESCE_INTERVAL_S)
 
     def close(self) -> None:
+        if self._own_stream is not None and not self._own_stream.done:
+            self._own_stream = self._own_stream.finish()  # the held tail, now final
+            self._push_answer(self._own_stream.out)
         self._closed = True
         self._wake.set()
 

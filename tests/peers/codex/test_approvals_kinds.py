@@ -81,7 +81,7 @@ async def test_plan_mode_questions_are_answered_by_a_gateway_resume_by_form_and_
 TOKEN = "ghp_" + "R8q" * 12  # a secret Codex might quote in its stated reason
 
 
-async def test_a_command_approval_names_its_program_and_codexs_reason_never_its_arguments(
+async def test_a_command_approval_names_its_program_and_keeps_its_arguments_to_the_detail(
         tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
         scripted_model: sm.ScriptedModel) -> None:
     scripted_model.enqueue(
@@ -94,8 +94,10 @@ async def test_a_command_approval_names_its_program_and_codexs_reason_never_its_
         approval = await boss.first_approval(task_id)
         await boss.decide(task_id, approval["approvalId"], "decline")
         view = await boss.finished(task_id)
-    assert approval["summary"] == "Run pytest (network: no)"
+    assert approval["summary"] == "Run pytest (outside the sandbox)"
     assert approval["reason"].startswith("run the suite; it needs ") and len(approval["reason"]) <= 200
+    assert approval["detail"]["command"].endswith("pytest -q --deselect ARGCANARY'")  # what is decided on
+    # Once decided the detail is gone: the task's view and its card keep the summary only.
     assert TOKEN not in json.dumps(view) and "ARGCANARY" not in json.dumps(view)
 
 
@@ -160,7 +162,8 @@ async def test_an_mcp_elicitation_reaches_the_person_with_its_message_and_form_o
             assert decided.status_code == 200, decided.text
             view = await boss.finished(task_id)
         server_got = model.requests[-1].tool_outputs()["call_mcp"]
-    assert tool_call["kind"] == "permissions" and tool_call["summary"] == "Use the elicit tool ask_" + mode
+    assert tool_call["kind"] == "tool" and tool_call["summary"] == "Use the elicit tool ask_" + mode
+    assert tool_call["detail"] == {"server": "elicit", "tool": "ask_" + mode, "arguments": {}}
     assert elicitation["kind"] == "elicitation" and elicitation["mode"] == mode
     if mode == "form":
         assert elicitation["message"] == "Where should I deploy?"

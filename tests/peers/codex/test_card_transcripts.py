@@ -162,7 +162,7 @@ def test_untrusted_approvals_accepted_and_declined_are_one_entry_per_request(
     out = assert_no_leak(card_of(transcript, workdir), transcript, workdir)
     assert [(a["kind"], a["status"]) for a in out["approvals"]] == [
         ("command", "accepted"), ("fileChange", "accepted"), ("command", "declined")]
-    assert out["approvals"][0]["summary"] == "Run touch (network: no)"  # the program, never its arguments
+    assert out["approvals"][0]["summary"] == "Run 2 commands: touch, echo (outside the sandbox)"  # programs only
     assert out["approvals"][1]["summary"] == "Edit 1 file: accepted.txt"
     assert len({a["id"] for a in out["approvals"]}) == 3
     assert [a["summary"] for a in out["toolActivities"]] == ["ran a command (exit 0)", "command declined"]

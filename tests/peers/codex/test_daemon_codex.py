@@ -174,7 +174,7 @@ async def test_a_codex_approval_is_decided_through_the_control_planes_local_endp
         await asyncio.wait_for(job, WAIT_S)
     assert view["result"]["status"] == "completed" and view["result"]["resultText"] == "all done"
     assert len(view["approvals"]) == 1 and approval["kind"] == "command"
-    assert approval["summary"] == "Run echo (network: no)"  # the program, never its arguments
+    assert approval["summary"] == "Run echo (outside the sandbox)"  # the program, never its arguments
     card_approvals = view["executionProgress"]["approvals"]
     assert [a["status"] for a in card_approvals] == ["accepted" if decision == "accept" else "declined"]
     assert len(proxy.requests("/approvals")) == 1  # one codex request, one approval

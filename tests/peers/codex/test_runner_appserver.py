@@ -133,7 +133,7 @@ async def test_an_accepted_approval_runs_the_command(
     assert result.status == "completed", result
     (asked,) = sink.approvals
     # the program may be named (device API §6), its arguments never
-    assert asked.kind == "command" and asked.summary == "Run touch (network: no)"
+    assert asked.kind == "command" and asked.summary == "Run touch (outside the sandbox)"
     assert (work / "approved.txt").exists(), module_model.requests[-1].tool_outputs()
     assert [a["status"] for a in result.execution_progress["approvals"]] == ["accepted"]
     assert any(c["status"] == "waitingApproval" for c in sink.cards)

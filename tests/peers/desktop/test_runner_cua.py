@@ -153,7 +153,9 @@ async def test_a_computer_use_task_screenshots_and_clicks_through_the_cua_driver
         assert await asyncio.to_thread(target.wait, 30) == PRESS_EXIT_CODE  # the click really landed
         (asked,) = sink.approvals  # the driver's click is a destructive MCP tool: one approval
         assert asked.available_decisions == ("accept", "decline", "cancel")
-        assert (asked.kind, asked.summary, asked.risk) == ("permissions", "Use the cua tool click", "high")
+        assert (asked.kind, asked.summary, asked.risk) == ("tool", "Use the cua tool click", "high")
+        assert asked.detail is not None and (asked.detail["server"], asked.detail["tool"]) == ("cua", "click")
+        assert asked.detail["arguments"], asked.detail  # where it clicks: shown to the person
         screenshot = next(r.tool_outputs()["call_get_desktop_state"] for r in requests
                           if "call_get_desktop_state" in r.tool_outputs())
         assert '"screenshot_width":1024' in screenshot  # codex ran the driver's screenshot tool

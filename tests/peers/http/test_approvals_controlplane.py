@@ -95,3 +95,31 @@ async def test_the_device_declines_when_its_approval_id_names_another_request(ht
 
 async def local_decide(plane, task_id: str, approval_id: str, decision: str) -> None:
     plane.core.decide(task_id, approval_id, decision)
+
+
+DETAIL = {"command": "/bin/bash -c 'ls && rm -rf victim1'", "cwd": ".", "outsideWorkspace": False,
+          "sandbox": "workspace-write", "escalated": True, "network": True}
+
+
+@pytest.mark.parametrize("end", ["decided", "withdrawn"])
+async def test_the_detail_is_kept_while_pending_and_dropped_once_decided_or_withdrawn(
+        http, plane, local, end: str):
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    asked = await device.ask(task_id, "apr_1", kind="tool", risk="high", detail=DETAIL)
+    assert asked.status_code == 201, asked.text
+    (pending,) = plane.task(task_id)["approvals"]
+    assert pending["detail"] == DETAIL and pending["kind"] == "tool"
+    if end == "decided":
+        decided = await local.post(f"/api/local/approvals/{task_id}/apr_1", json={"decision": "accept"})
+        assert decided.status_code == 200
+    else:
+        assert (await device.post(f"/api/v1/master-agent/tasks/{task_id}/approvals/apr_1/withdraw",
+                                  {"reason": "resolved"})).status_code == 200
+    (closed,) = plane.task(task_id)["approvals"]
+    assert "detail" not in closed and closed["summary"] == "Run the test suite"
+    # A retried POST of the same request (its answer was lost) is still the same approval.
+    again = await device.ask(task_id, "apr_1", kind="tool", risk="high", detail=DETAIL)
+    assert again.status_code == 201, again.text
+    assert "detail" not in plane.task(task_id)["approvals"][0]

@@ -12,6 +12,7 @@ import pytest
 
 from boss_agent.controlplane import ControlPlane, serve
 from boss_agent.controlplane.security import secret_path
+from boss_agent.controlplane.web import STATIC
 
 pytest.register_assert_rewrite("tests.support.controlplane")  # before the import, for its asserts
 from tests.support.controlplane import HTTP_TIMEOUT_S, error_code, pair
@@ -44,8 +45,8 @@ async def test_a_state_changing_request_from_a_foreign_origin_is_refused(local, 
     assert plane.tasks()[0]["taskId"] == same.json()["taskId"] and len(plane.tasks()) == 1
 
 
-async def test_the_page_and_the_local_api_need_the_secret(http, plane):
-    for method, path in (("GET", "/"), ("GET", "/static/app.js"), ("GET", "/api/local/state"),
+async def test_the_local_api_needs_the_secret_and_a_cookie_is_never_enough(http, plane):
+    for method, path in (("GET", "/api/local/state"),
                          ("POST", "/api/local/tasks"), ("POST", "/api/local/pairing-codes"),
                          ("GET", "/api/local/events"), ("POST", "/api/local/approvals/t/a")):
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "boss_cp_1=wrong"}):
@@ -54,23 +55,25 @@ async def test_the_page_and_the_local_api_need_the_secret(http, plane):
     assert plane.tasks() == []
 
 
-async def test_the_token_door_sets_a_strict_http_only_cookie_and_redirects(http, plane):
+async def test_the_token_door_hands_the_page_a_session_in_the_fragment_and_sets_no_cookie(http, plane):
     wrong = await http.get("/", params={"token": "guess"})
     assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
     door = await http.get("/", params={"token": plane.secret})
-    assert door.status_code == 303 and door.headers["location"] == "/"
-    cookie = door.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and plane.secret not in cookie
-    page = await http.get("/")  # the client kept the cookie
+    assert door.status_code == 303 and door.headers["location"].startswith("/#session=")
+    assert "set-cookie" not in door.headers and plane.secret not in door.headers["location"]
+    session = door.headers["location"].split("=", 1)[1]
+    page = await http.get("/")  # the page itself holds no data: anyone may load it
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert 'id="submit-form"' in page.text and "http" not in page.text.split("<body", 1)[1].lower()
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
-    for asset, kind in (("app.js", "javascript"), ("style.css", "css")):
+    modules = [p.name for p in STATIC.glob("*.js") if p.name != "sw.js"]  # a module script needs a JS type
+    for asset, kind in (*((m, "text/javascript") for m in modules), ("style.css", "css")):
         response = await http.get(f"/static/{asset}")
         assert response.status_code == 200 and kind in response.headers["content-type"]
     assert (await http.get("/static/..%2Fserver.py")).status_code == 404
-    assert (await http.get("/api/local/state")).status_code == 200  # the cookie opens the API too
+    assert (await http.get("/api/local/state")).status_code == 401
+    assert (await http.get("/api/local/state", headers={"Authorization": f"Bearer {session}"})).status_code == 200
 
 
 async def test_the_secret_is_created_once_owner_only_and_survives_a_restart(db_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pickle
 
@@ -17,8 +18,8 @@ from by_framework.core.protocol.message_header import MessageHeader
 from boss_agent.errors import BadCommand, TaskRejected
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.keys import valid_id
-from boss_agent.sources.gateway.retry import FAST_POLICY
-from boss_agent.sources.gateway.sink import Publisher, decision_of, preview_delta
+from boss_agent.sources.gateway.retry import FAST_POLICY, RedisRetry
+from boss_agent.sources.gateway.sink import Publisher, decision_of
 from boss_agent.tasks import ApprovalRequest
 from tests.support.gateway import sdk_redis
 
@@ -144,14 +145,6 @@ def test_ids_used_in_keys_are_checked_by_a_strict_allow_list(value, ok):
     assert valid_id(value) is ok
 
 
-def test_answer_deltas_follow_a_sliding_tail_preview():
-    assert preview_delta("", "Hel") == "Hel"
-    assert preview_delta("Hel", "Hello") == "lo"
-    assert preview_delta("abcdef", "cdefgh") == "gh"  # the window slid by two
-    assert preview_delta("…bcdef", "…defghi") == "ghi"
-    assert preview_delta("same", "same") == ""
-
-
 def test_a_resume_maps_onto_the_runners_decision_and_unknown_choices_decline():
     request = ApprovalRequest("a", "command", "s", "low", ("accept", "decline", "cancel"))
     header = wire.Header("m", "s", "t")
@@ -172,17 +165,28 @@ def test_a_resume_maps_onto_the_runners_decision_and_unknown_choices_decline():
 def test_a_secret_streamed_in_pieces_never_leaves_as_answer_deltas():
     from boss_agent.progress.card import new_card
     from boss_agent.progress.reducer import reduce
+    from boss_agent.sources.gateway.sink import GatewaySink
+
+    async def noop(*_):
+        return None
+
+    sink = GatewaySink(Publisher(None, wire.EventContext("s", "t", "a", "m"), RedisRetry(), False),
+                       asyncio.Event(), noop, noop)
     secret = "sk-proj-" + "Zq7" * 8
     pieces = ["Your key is ", secret[:10], secret[10:20], secret[20:], " and it works. Done"]
-    card, sent, emitted = new_card(), "", []
-    for piece in pieces:
-        card = reduce(card, {"method": "item/agentMessage/delta", "params": {"delta": piece}})
-        shown = card.to_dict()["answerPreview"] or ""
-        if shown and shown != sent:
-            emitted.append(preview_delta(sent, shown))
-            sent = shown
-    card = reduce(card, {"method": "boss/finished", "params": {"status": "completed"}})
-    emitted.append(preview_delta(sent, card.to_dict()["answerPreview"]))
+    card, emitted = new_card(), []
+    loop = asyncio.new_event_loop()
+    try:
+        for piece in pieces:
+            card = reduce(card, {"method": "item/agentMessage/delta", "params": {"delta": piece}})
+            loop.run_until_complete(sink.progress(card))
+            emitted += [value for kind, value in sink._outbox if kind == "answer"]
+            sink._outbox.clear()
+        card = reduce(card, {"method": "boss/finished", "params": {"status": "completed"}})
+        loop.run_until_complete(sink.progress(card))
+        emitted += [value for kind, value in sink._outbox if kind == "answer"]
+    finally:
+        loop.close()
     text = "".join(emitted)
     assert secret[:10] not in text and "Zq7Zq7" not in text
     assert text == "Your key is [redacted] and it works. Done"
