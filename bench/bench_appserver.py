@@ -126,17 +126,35 @@ class DirectDriver:
         await self.client.turn(self.thread)
 
 
-async def measure(drivers: dict[str, Any], op: str, count: int,
-                  warmup: int = WARMUP) -> dict[str, list[float]]:
-    """Alternate the drivers sample by sample, so drift and order affect both alike."""
+async def measure(drivers: dict[str, Any], op: str, count: int, warmup: int = WARMUP,
+                  pair: tuple[str, str] | None = None) -> dict[str, list[float]]:
+    """Alternate the drivers sample by sample, so drift and order affect both alike.
+
+    Every other sample runs them in reverse order: whatever the previous call leaves
+    behind (a codex flush, a GC) falls on each driver as often as on the others. With
+    ``pair``, the other drivers run first in a fixed order and the two named ones last,
+    back to back, their order alternating: neither of them ever follows the others'
+    work more often than its partner does (``pair_ratio``).
+    """
     samples: dict[str, list[float]] = {name: [] for name in drivers}
+    others = [name for name in drivers if not pair or name not in pair]
     for i in range(warmup + count):
-        for name, driver in drivers.items():
+        if pair:
+            order = others + (list(pair) if i % 2 == 0 else list(reversed(pair)))
+        else:
+            order = others if i % 2 == 0 else list(reversed(others))
+        for name in order:
             start = time.perf_counter()
-            await getattr(driver, op)()
+            await getattr(drivers[name], op)()
             if i >= warmup:
                 samples[name].append(time.perf_counter() - start)
     return samples
+
+
+def pair_ratio(ours: list[float], peer: list[float]) -> float:
+    """The median of the per-pair ratios: each pair ran back to back, so a slow moment of
+    a shared machine moves both halves of a pair, not the verdict (row 1d)."""
+    return statistics.median(o / p for o, p in zip(ours, peer, strict=True))
 
 
 async def compare(codex: str, home: Path, cwd: Path, state: Path, requests: int = REQUESTS,

@@ -47,6 +47,12 @@ MAX_CONCURRENT = 2  # the daemon's default max_concurrent_tasks
 AGENT = "bench_fleet"
 RUN_TIMEOUT_S = 60  # one fleet size's burst and latency runs; a wedged fleet must not hang the suite
 FIRST_EVENT_BLOCK_MS = 5_000  # one task's first event; far above any dispatch on loopback
+IDLE_WORKERS = 50  # row 14: an idle fleet of 50 devices
+IDLE_WINDOW_S = 60.0  # several lease refreshes, blocking-read timeouts and reclaim rounds
+IDLE_SETTLE_S = 1.0  # start-up (lease, groups, recovery) is over well within a second
+COST_POLL_S = 0.002  # how often the bench looks for the task's completion
+COST_TASKS = 20  # ASKs run one at a time for the commands-per-task figure
+REDIS_IDLE_BUDGET_PER_S = 10_000  # idle fleet traffic allowed on one Redis: a tenth of a core's ~100k cmd/s
 
 
 def _ask(message_id: str, session_id: str) -> dict[str, str]:
@@ -137,6 +143,75 @@ def redis_benchmark_xadd(port: int, clients: int, requests: int) -> dict[str, fl
     row = list(csv.DictReader(io.StringIO(out)))[-1]
     return {"rps": float(row["rps"]), "p50_ms": float(row["p50_latency_ms"]),
             "p99_ms": float(row["p99_latency_ms"])}
+
+
+async def _commands(redis: aioredis.Redis) -> dict[str, int]:
+    """Calls per command name so far (``INFO commandstats``), INFO itself left out."""
+    stats = await redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()
+            if name != "cmdstat_info"}
+
+
+def _spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: calls - before.get(name, 0) for name, calls in after.items() if calls > before.get(name, 0)}
+
+
+async def measure_idle(url: str, workers: int, window_s: float, tasks: int) -> dict[str, Any]:
+    """Redis commands an idle fleet costs per worker and second, and what one task costs.
+
+    The workers start and settle first (their start-up commands are not idle cost);
+    then ``INFO commandstats`` is read before and after ``window_s`` of nothing, and
+    again around ``tasks`` ASKs run one at a time on the same fleet.
+    """
+    redis = aioredis.Redis.from_url(url)
+    try:
+        async with asyncio.timeout(RUN_TIMEOUT_S + window_s), asyncio.TaskGroup() as tg:
+            gateways, jobs = await _start_fleet(url, workers, tg)
+            await asyncio.sleep(IDLE_SETTLE_S)  # start-up recovery and first reads are not idle cost
+            before, start = await _commands(redis), time.monotonic()
+            await asyncio.sleep(window_s)  # the measurement window itself
+            after, elapsed = await _commands(redis), time.monotonic() - start
+            idle = _spent(before, after)
+            base = _completed(gateways)
+            for i in range(tasks):
+                await redis.xadd(f"byai_gateway:ctrl:agent_type:{AGENT}", _ask(f"cost-{i}", f"cost-{i}"))
+                while _completed(gateways) < base + i + 1:
+                    await asyncio.sleep(COST_POLL_S)  # a benchmark poll, not a test wait
+            busy_end, busy_elapsed = await _commands(redis), time.monotonic() - start - elapsed
+            for job in jobs:
+                job.cancel()
+    finally:
+        await redis.flushdb()
+        await redis.aclose()
+    busy = _spent(after, busy_end)
+    idle_total = sum(idle.values())
+    idle_rate = idle_total / elapsed
+    # The tasks' share: what Redis ran while they ran, less the fleet's idle cost over that
+    # time and the bench's own XADD of each ASK (the client's command, not the worker's).
+    per_task = (sum(busy.values()) - tasks - idle_rate * busy_elapsed) / max(tasks, 1)
+    return {"workers": workers, "window_s": round(elapsed, 1), "idle_commands": idle_total,
+            "idle_commands_per_worker_s": round(idle_rate / workers, 3),
+            "idle_by_command": dict(sorted(idle.items(), key=lambda kv: -kv[1])),
+            "tasks": tasks, "commands_per_task": round(per_task, 1),
+            "task_by_command": dict(sorted(busy.items(), key=lambda kv: -kv[1]))}
+
+
+def idle_cost(workers: int = IDLE_WORKERS, window_s: float = IDLE_WINDOW_S,
+              tasks: int = COST_TASKS) -> dict[str, Any]:
+    """Row 14 on a fresh redis-server of its own (the other rows' commands are not counted)."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as directory:
+        server = _start_redis(port, directory)
+        try:
+            result = asyncio.run(measure_idle(f"redis://127.0.0.1:{port}/0", workers, window_s, tasks))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    # One Redis core serves this many idle devices at the measured rate, at a budget of
+    # REDIS_IDLE_BUDGET_PER_S commands/s (a conservative share of a core's ~100k/s).
+    rate = result["idle_commands_per_worker_s"]
+    result["idle_devices_per_redis"] = int(REDIS_IDLE_BUDGET_PER_S / rate) if rate else None
+    return result
 
 
 def run(sizes: tuple[int, ...] = FLEET_SIZES, tasks: int = BURST_TASKS, samples: int = LATENCY_SAMPLES,

@@ -36,13 +36,13 @@ from typing import Any
 
 import psutil
 
-from bench.bench_appserver import WARMUP, DirectClient, measure
+from bench.bench_appserver import WARMUP, DirectClient, measure, pair_ratio
 from bench.bench_daemon import NullSink, codex_bin
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.config import Config, load_config
 from boss_agent.runner import Runner, gitfacts
-from boss_agent.runner.policy import resolve_policy
+from boss_agent.runner.policy import resolve_policy, sandbox_policy
 from boss_agent.tasks import Task, TaskResult
 
 ANSWER = "bench answer"
@@ -51,6 +51,7 @@ CONCURRENT_TASKS = 32
 STREAM_CHUNKS = 20  # answer deltas per turn in the concurrency row
 STREAM_DELAY_S = 0.03  # per SSE event: ~0.7 s of model time per turn, like a short real answer
 POLL_S = 0.002  # how often the bench looks for the model request of a task it started
+PAIRS_PER_SAMPLE = 8  # warm task / bare turn pairs per reuse sample: 40 pairs in the full suite for 8d
 ARRIVAL_TIMEOUT_S = 60.0  # a turn's model request arrives in well under a second
 
 
@@ -106,8 +107,18 @@ def environment(model: Model) -> Any:
         yield Env(codex, home, workdir, config)
 
 
-async def run_task(runner: Runner, task: Task) -> TaskResult:
-    result = await runner.run(task, NullSink(), asyncio.Event())
+class TurnClock(NullSink):
+    """A sink that notes when its task's ``turn/start`` was answered (``turn_started``)."""
+
+    def __init__(self) -> None:
+        self.turn_started_at: float | None = None
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        self.turn_started_at = time.monotonic()
+
+
+async def run_task(runner: Runner, task: Task, sink: NullSink | None = None) -> TaskResult:
+    result = await runner.run(task, sink or NullSink(), asyncio.Event())
     if result.status != "completed" or not (result.result_text or "").startswith("bench"):
         raise RuntimeError(f"bench task {result.status}: {result.error_code}")
     return result
@@ -142,17 +153,35 @@ class DirectTaskDriver:
         await self.client.turn(thread)
 
 
+def task_limits(env: Env) -> dict[str, dict[str, Any]]:
+    """What the runner sends codex for a task of ``env``: the thread's limits on
+    ``thread/start`` and the turn's on ``turn/start`` (runner/context.py ``limits``)."""
+    policy = resolve_policy(env.task("limits"), env.config)
+    return {"thread_params": {"approvalPolicy": policy.approval_policy, "sandbox": policy.sandbox},
+            "turn_params": {"cwd": str(env.workdir), "approvalPolicy": policy.approval_policy,
+                            "sandboxPolicy": sandbox_policy(policy.sandbox)}}
+
+
 class SameServerDriver:
     """The runner's codex work through our client on the runner's own app-server: the
     difference to the runner is the runner layer alone, with no second codex child."""
 
     def __init__(self, env: Env, app: AppServer) -> None:
         self.env, self.app = env, app
-        policy = resolve_policy(env.task("same"), env.config)
-        self.params = {"approvalPolicy": policy.approval_policy, "sandbox": policy.sandbox}
+        self.limits = task_limits(env)
 
     async def task(self) -> None:
-        await bare_turn(self.app, self.env, **self.params)
+        await bare_turn(self.app, self.env, **self.limits)
+
+
+class DefaultsDriver:
+    """The bare client's turn under codex's own defaults: no limits sent at all."""
+
+    def __init__(self, env: Env, app: AppServer) -> None:
+        self.env, self.app = env, app
+
+    async def task(self) -> None:
+        await bare_turn(self.app, self.env)
 
 
 class FactsDriver:
@@ -189,12 +218,21 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP)
         async with env.app_server() as app, direct_client(env) as client:
             direct = DirectTaskDriver(env, client)
             await direct.setup()
-            drivers = {"direct": direct, "runner": RunnerDriver(env, env.runner(app)),
-                       "same": SameServerDriver(env, app), "facts": FactsDriver(env)}
-            times = await measure(drivers, "task", samples, warmup)
-    runner_ms, direct_ms, same_ms = _ms(times["runner"]), _ms(times["direct"]), _ms(times["same"])
+            runner = RunnerDriver(env, env.runner(app))
+            # 1b: the runner against the direct client on its own codex child.
+            times = await measure({"direct": direct, "runner": runner, "facts": FactsDriver(env)},
+                                  "task", samples, warmup)
+            # 1d in a run of its own: the pair back to back on one codex child, so the
+            # direct client's child never runs just before one of them more than the other.
+            layer = await measure({"runner": runner, "same": SameServerDriver(env, app)}, "task",
+                                  samples, warmup, pair=("runner", "same"))
+    runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
+    layer_ms, same_ms = _ms(layer["runner"]), _ms(layer["same"])
     return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
-            "same_server_ms": same_ms, "same_server_ratio": round(runner_ms / same_ms, 2),
+            "layer_runner_ms": layer_ms, "same_server_ms": same_ms,
+            # 1d: the median of the per-pair ratios (each pair back to back, order alternating).
+            "same_server_ratio": round(pair_ratio(layer["runner"], layer["same"]), 3),
+            "same_server_ratio_of_medians": round(layer_ms / same_ms, 3),
             "after_turn_facts_ms": _ms(times["facts"]), "samples": samples}
 
 
@@ -207,12 +245,16 @@ async def _wall(work: Callable[[], Awaitable[None]]) -> float:
     return time.perf_counter() - start
 
 
-async def bare_turn(app: AppServer, env: Env, **thread_params: Any) -> None:
-    """A task's codex work with no runner: thread/start, turn/start, follow to turn/completed."""
+async def bare_turn(app: AppServer, env: Env, thread_params: dict[str, Any] | None = None,
+                    turn_params: dict[str, Any] | None = None) -> None:
+    """A task's codex work with no runner: thread/start, turn/start, follow to turn/completed.
+
+    Without params codex's defaults apply; ``task_limits`` gives the runner's own.
+    """
     client = await app.client()
-    thread = (await client.thread_start(**{"cwd": str(env.workdir), **thread_params}))["thread"]["id"]
+    thread = (await client.thread_start(**{"cwd": str(env.workdir), **(thread_params or {})}))["thread"]["id"]
     async with client.listen(thread) as listener:
-        await client.turn_start(thread, [{"type": "text", "text": "benchmark"}])
+        await client.turn_start(thread, [{"type": "text", "text": "benchmark"}], **(turn_params or {}))
         async for note in listener:
             if note.method == "turn/completed":
                 return
@@ -243,17 +285,24 @@ class _OwnCpu:
         return time.thread_time() - self.start
 
 
-async def _seq_and_conc(tasks: int, one: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
+async def _seq_and_conc(tasks: int, one: Callable[[int, bool], Awaitable[Any]]) -> tuple[float, float]:
+    """``one(index, concurrent)``: the sequential pass, then all ``tasks`` at once."""
     async def sequential() -> None:
         for index in range(tasks):
-            await one(index)
+            await one(index, False)
 
     async def concurrent() -> None:
         async with asyncio.TaskGroup() as tg:
             for index in range(tasks):
-                tg.create_task(one(index))
+                tg.create_task(one(index, True))
 
     return await _wall(sequential), await _wall(concurrent)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0.99: the slowest of 32, of 100 the 99th)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS,
@@ -263,16 +312,31 @@ async def concurrency(tasks: int = CONCURRENT_TASKS, chunks: int = STREAM_CHUNKS
         async with env.app_server() as app:
             runner = env.runner(app)
             await run_task(runner, env.task("warmup"))  # the first thread of a child is slower
+            to_turn: list[float] = []  # the concurrent tasks': run() called -> turn/start answered
+
+            async def one(index: int, concurrent: bool) -> None:
+                clock, start = TurnClock(), time.monotonic()
+                await run_task(runner, env.task(f"task_{index}_{time.monotonic_ns()}"), clock)
+                if concurrent and clock.turn_started_at is not None:
+                    to_turn.append(clock.turn_started_at - start)
+
             cpu_before = _cpu_s(app.child_pid), time.process_time()
             daemon_cpu = _OwnCpu()
-            seq_s, conc_s = await _seq_and_conc(
-                tasks, lambda i: run_task(runner, env.task(f"task_{i}_{time.monotonic_ns()}")))
+            seq_s, conc_s = await _seq_and_conc(tasks, one)
             codex_cpu = _cpu_s(app.child_pid) - cpu_before[0]
             own_cpu = time.process_time() - cpu_before[1]
             runner_cpu_s = daemon_cpu.stop()
-            bare_seq_s, bare_conc_s = await _seq_and_conc(tasks, lambda _: bare_turn(app, env))
+            limits = task_limits(env)
+            bare_seq_s, bare_conc_s = await _seq_and_conc(tasks, lambda _i, _c: bare_turn(app, env, **limits))
+    if len(to_turn) != tasks:
+        raise RuntimeError(f"{tasks - len(to_turn)} concurrent task(s) never reported turn/start")
+    p50, p99 = percentile(to_turn, 0.5), percentile(to_turn, 0.99)
     return {"tasks": tasks, "sequential_s": round(seq_s, 3), "concurrent_s": round(conc_s, 3),
             "speedup": round(seq_s / conc_s, 2),
+            # Row 3's fairness: with every task claimed at once, none waits far longer than
+            # the typical one for its turn/start (the run() call stands for the claim).
+            "claim_to_turn_p50_ms": round(p50 * 1000, 1), "claim_to_turn_p99_ms": round(p99 * 1000, 1),
+            "claim_to_turn_p99_over_p50": round(p99 / p50, 2),
             # CPU per task explains the speed-up on a small machine: 8 turns at once are
             # bound by codex's CPU per turn, not by waiting on the model.
             "codex_cpu_ms_per_task": round(codex_cpu / (2 * tasks) * 1000, 1),
@@ -331,26 +395,38 @@ async def exec_task(env: Env) -> float:
     return time.monotonic() - start
 
 
-async def reuse(samples: int = DEFAULT_SAMPLES) -> dict[str, Any]:
+async def reuse(samples: int = DEFAULT_SAMPLES, pairs_per_sample: int = PAIRS_PER_SAMPLE) -> dict[str, Any]:
     model = Model()
-    warm_start, warm_whole, spawn_start, spawn_whole, execs, bare = [], [], [], [], [], []
+    warm_start, spawn_start, spawn_whole, execs = [], [], [], []
     with environment(model) as env:
         async with env.app_server() as app:
             runner = env.runner(app)
             await run_task(runner, env.task("warmup"))
             await exec_task(env)  # the first exec warms the page cache for the binary
-            for index in range(samples):  # alternate, so drift hits all three alike
-                to_turn, whole = await _timed_start(model, runner, env.task(f"warm_{index}"))
+            # 8b/8c/8d's warm task, the bare client's turn under the same limits (the
+            # floor) and under codex's defaults (what the limits cost codex itself).
+            warm = {"warm": RunnerDriver(env, runner), "bare": SameServerDriver(env, app),
+                    "bare_defaults": DefaultsDriver(env, app)}
+            whole: dict[str, list[float]] = {name: [] for name in warm}
+            for index in range(samples):  # alternate, so drift hits all of them alike
+                # Start -> model request needs a poll of the model's arrivals; the whole
+                # task is timed in the pairs below, with nothing polling beside it.
+                to_turn, _ = await _timed_start(model, runner, env.task(f"warm_{index}"))
                 warm_start.append(to_turn)
-                warm_whole.append(whole)
-                to_turn, whole = await _spawned(env, f"spawn_{index}", model)
+                to_turn, spawned = await _spawned(env, f"spawn_{index}", model)
                 spawn_start.append(to_turn)
-                spawn_whole.append(whole)
+                spawn_whole.append(spawned)
                 execs.append(await exec_task(env))
-                bare.append(await _wall(lambda: bare_turn(app, env)))  # the floor: no boss-agent at all
+                for name, times in (await measure(warm, "task", pairs_per_sample, warmup=0,
+                                                  pair=("warm", "bare"))).items():
+                    whole[name] += times
     result = {"warm_start_ms": _ms(warm_start), "spawn_start_ms": _ms(spawn_start),
-              "warm_task_ms": _ms(warm_whole), "spawn_task_ms": _ms(spawn_whole),
-              "exec_task_ms": _ms(execs), "bare_task_ms": _ms(bare), "samples": samples}
+              "warm_task_ms": _ms(whole["warm"]), "spawn_task_ms": _ms(spawn_whole),
+              "exec_task_ms": _ms(execs), "bare_task_ms": _ms(whole["bare"]),
+              "bare_defaults_task_ms": _ms(whole["bare_defaults"]),
+              # 8d: the warm task over the bare client's turn, median of back-to-back pairs.
+              "warm_over_bare": round(pair_ratio(whole["warm"], whole["bare"]), 3),
+              "pairs": len(whole["warm"]), "samples": samples}
     result["start_ratio"] = round(result["warm_start_ms"] / result["spawn_start_ms"], 3)
     result["start_speedup"] = round(result["spawn_start_ms"] / result["warm_start_ms"], 1)
     result["exec_ratio"] = round(result["warm_task_ms"] / result["exec_task_ms"], 3)

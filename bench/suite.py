@@ -24,8 +24,10 @@ from bench import (
     bench_fleet,
     bench_gateway,
     bench_long_turn,
+    bench_phone,
     bench_progress,
     bench_runner,
+    bench_waits,
 )
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,13 @@ CARD_GOAL = 2.0  # issue 20: reducer + serializer at most 2x the JSON parse
 IDLE_RSS_GOAL_MB = 45.0  # issue 20: the idle daemon, gateway on
 IDLE_CPU_GOAL_PCT = 0.2  # issue 20: heartbeats and long polls
 EXEC_GOAL = 0.15  # issue 20: a task on the warm app-server at most 0.15 of a codex exec run
+WARM_FLOOR_GOAL = 1.05  # issue 31: the warm task at most 5 % over the bare client's turn (8b / 8c)
+APPROVAL_ADDED_GOAL_MS = 10.0  # issue 31: an approval round trip at most 10 ms over its transport's floor
+FIRST_WORDS_ADDED_GOAL_MS = 15.0  # issue 31: the first words at most 15 ms after the bare client's
+IDLE_COMMANDS_GOAL = 0.5  # issue 31: Redis commands per second per idle gateway worker
+TASK_COMMANDS_GOAL = 15.0  # issue 31: Redis commands per task through one worker
+PHONE_ADDED_GOAL_MS = 2.0  # issue 31: an API call over the https phone listener vs loopback http
+P99_OVER_P50_GOAL = 3.0  # issue 31: at 32 tasks no claim waits for its turn/start 3x the typical one
 FLAT_GOAL = 1.10  # issue 20: card size and RSS after 100k deltas vs after the first 1k
 DELTA_TIME_GOAL = 1.25  # issue 20: time per delta "constant": last windows vs first, noise allowed
 CONTROL_PLANE_GOAL_MS = bench_controlplane.GOAL_MS
@@ -73,6 +82,11 @@ class Sizes:
     controlplane_samples: int = bench_controlplane.SAMPLES
     fleet_tasks: int = bench_fleet.BURST_TASKS
     fleet_samples: int = bench_fleet.LATENCY_SAMPLES
+    wait_samples: int = bench_waits.SAMPLES
+    idle_workers: int = bench_fleet.IDLE_WORKERS
+    idle_fleet_window_s: float = bench_fleet.IDLE_WINDOW_S
+    cost_tasks: int = bench_fleet.COST_TASKS
+    phone_samples: int = bench_phone.SAMPLES
 
 
 FULL = Sizes()
@@ -80,7 +94,8 @@ QUICK = Sizes(appserver_requests=10, appserver_turns=2, runner_samples=2, warmup
               stream_chunks=10, stream_delay_s=0.01, card_messages=5000, card_rounds=1, serialize_samples=200,
               storm_s=1.0, idle_window_s=2.0, daemon_tasks=1, gateway_events=100,
               gateway_tasks=20, xadd_requests=2000, reuse_samples=1, long_turn_deltas=12_000,
-              controlplane_tasks=200, controlplane_samples=5, fleet_tasks=20, fleet_samples=5)
+              controlplane_tasks=200, controlplane_samples=5, fleet_tasks=20, fleet_samples=5,
+              wait_samples=1, idle_workers=3, idle_fleet_window_s=6.0, cost_tasks=3, phone_samples=10)
 
 
 @dataclass
@@ -144,8 +159,10 @@ def _runner_cells(r: dict[str, Any]) -> list[Cells]:
     return [(f"{r['runner_ms']:.1f} ms (git facts alone {r['after_turn_facts_ms']:.0f} ms)",
              f"{r['direct_ms']:.1f} ms", f"{r['ratio']:.2f}",
              f"≤ {RUNNER_GOAL:.2f}", at_most(r["ratio"], RUNNER_GOAL)),
-            # The runner layer alone: no second codex child whose own speed differs.
-            (f"{r['runner_ms']:.1f} ms", f"{r['same_server_ms']:.1f} ms", f"{r['same_server_ratio']:.2f}",
+            # The runner layer alone: no second codex child whose own speed differs; the
+            # median of back-to-back pairs, so one slow moment does not flip the verdict.
+            (f"{r['layer_runner_ms']:.1f} ms", f"{r['same_server_ms']:.1f} ms (same limits)",
+             f"{r['same_server_ratio']:.3f} (median of {r['samples']} pairs)",
              f"≤ {RUNNER_LAYER_GOAL:.2f}", at_most(r["same_server_ratio"], RUNNER_LAYER_GOAL))]
 
 
@@ -172,13 +189,17 @@ def _daemon_cells(r: dict[str, Any]) -> list[Cells]:
 def _concurrency_cells(r: dict[str, Any]) -> list[Cells]:
     # The goal is set for 32 tasks; the --quick smoke runs fewer and is not judged.
     judged = r["tasks"] >= bench_runner.CONCURRENT_TASKS
+    verdict = all_ok(at_least(r["speedup"], SPEEDUP_GOAL),
+                     at_most(r["claim_to_turn_p99_over_p50"], P99_OVER_P50_GOAL))
     return [(f"{r['concurrent_s']:.2f} s ({r['tasks']} at once; daemon CPU "
              f"{r['daemon_cpu_ms_per_task']:.1f} ms/task, codex "
-             f"{r['codex_cpu_ms_per_task']:.0f} ms/task on {r['cpus']} CPUs)",
+             f"{r['codex_cpu_ms_per_task']:.0f} ms/task on {r['cpus']} CPUs; claim -> turn/start "
+             f"p50 {r['claim_to_turn_p50_ms']:.0f} ms, p99 {r['claim_to_turn_p99_ms']:.0f} ms)",
              f"{r['sequential_s']:.2f} s ({r['tasks']} in a row)",
-             f"{r['speedup']:.2f}x speed-up (bare client {r['bare_client_speedup']:.2f}x)",
-             f"≥ {SPEEDUP_GOAL:.0f}x at {bench_runner.CONCURRENT_TASKS}",
-             at_least(r["speedup"], SPEEDUP_GOAL) if judged else "n/a")]
+             f"{r['speedup']:.2f}x speed-up (bare client {r['bare_client_speedup']:.2f}x); "
+             f"p99/p50 {r['claim_to_turn_p99_over_p50']:.2f}",
+             f"≥ {SPEEDUP_GOAL:.0f}x and p99 ≤ {P99_OVER_P50_GOAL:.0f} × p50 at {bench_runner.CONCURRENT_TASKS}",
+             verdict if judged else "n/a")]
 
 
 def _card_cells(r: dict[str, Any]) -> list[Cells]:
@@ -225,8 +246,48 @@ def _reuse_cells(r: dict[str, Any]) -> list[Cells]:
             (f"{r['warm_task_ms']:.0f} ms", f"{r['exec_task_ms']:.0f} ms (codex exec --json)",
              f"{r['exec_ratio']:.3f}", f"≤ {EXEC_GOAL:.2f}", at_most(r["exec_ratio"], EXEC_GOAL)),
             # What 8b's goal can reach at best: the same turn with no boss-agent code at all.
-            no_goal(f"{r['bare_task_ms']:.0f} ms (bare JSON-RPC client, warm app-server)",
-                    f"{r['exec_task_ms']:.0f} ms (codex exec --json)", f"{r['bare_exec_ratio']:.3f}")]
+            no_goal(f"{r['bare_task_ms']:.0f} ms (bare client, warm app-server, the task's limits)",
+                    f"{r['exec_task_ms']:.0f} ms (codex exec --json)", f"{r['bare_exec_ratio']:.3f}"),
+            # 8b over 8c, the goal restated against codex's own floor.
+            (f"{r['warm_task_ms']:.1f} ms (warm task)",
+             f"{r['bare_task_ms']:.1f} ms (bare client, same limits; {r['bare_defaults_task_ms']:.1f} ms "
+             f"under codex's defaults)",
+             f"{r['warm_over_bare']:.3f} (median of {r['pairs']} pairs)", f"≤ {WARM_FLOOR_GOAL:.2f}",
+             at_most(r["warm_over_bare"], WARM_FLOOR_GOAL))]
+
+
+def _waits_cells(r: dict[str, Any]) -> list[Cells]:
+    def approval(path: str, floor: str) -> Cells:
+        added = r[f"approval_{path}_added_ms"]
+        return (f"{r[f'approval_{path}_ms']:.2f} ms (codex's request read -> its answer written)",
+                f"{r[f'approval_{path}_floor_ms']:.2f} ms ({floor}, same sizes)", f"{added:+.2f} ms",
+                f"≤ +{APPROVAL_ADDED_GOAL_MS:.0f} ms", at_most(added, APPROVAL_ADDED_GOAL_MS))
+
+    added = r["first_words_added_ms"]
+    return [approval("boss", "two loopback HTTP round trips"),
+            approval("gateway", "two Redis stream hand-offs"),
+            (f"{r['first_words_ms']:.1f} ms (claim answered -> upload with the first words at the server)",
+             f"{r['bare_first_delta_ms']:.1f} ms (bare client: turn/start -> first delta)",
+             f"{added:+.1f} ms (median of {r['samples']} pairs)", f"≤ +{FIRST_WORDS_ADDED_GOAL_MS:.0f} ms",
+             at_most(added, FIRST_WORDS_ADDED_GOAL_MS))]
+
+
+def _idle_fleet_cells(r: dict[str, Any]) -> list[Cells]:
+    rate, per_task = r["idle_commands_per_worker_s"], r["commands_per_task"]
+    serves = r["idle_devices_per_redis"]
+    serves_text = f"{serves:,}" if serves is not None else "any number of"
+    return [(f"{rate:.3f} commands/s per idle worker; {per_task:.1f} commands per task",
+             f"{r['workers']} idle workers over {r['window_s']:.0f} s; {r['tasks']} tasks one at a time",
+             f"one Redis at {bench_fleet.REDIS_IDLE_BUDGET_PER_S:,} cmd/s serves {serves_text} idle devices",
+             f"≤ {IDLE_COMMANDS_GOAL} /s per worker, ≤ {TASK_COMMANDS_GOAL:.0f} per task",
+             all_ok(at_most(rate, IDLE_COMMANDS_GOAL), at_most(per_task, TASK_COMMANDS_GOAL)))]
+
+
+def _phone_cells(r: dict[str, Any]) -> list[Cells]:
+    added = r["added_ms"]
+    return [(f"{r['https_ms']:.2f} ms (https, this machine's own address)",
+             f"{r['http_ms']:.2f} ms (loopback http)", f"{added:+.2f} ms ({r['samples']} calls each)",
+             f"≤ +{PHONE_ADDED_GOAL_MS:.0f} ms", at_most(added, PHONE_ADDED_GOAL_MS))]
 
 
 def _long_turn_cells(r: dict[str, Any]) -> list[Cells]:
@@ -262,7 +323,8 @@ GROUPS: tuple[Group, ...] = (
                      ("6a", "idle daemon (heartbeats, long polls): RSS and CPU"),
                      ("6b", "idle daemon with the Redis gateway on as well: RSS and CPU")),
           _async(lambda s: bench_daemon.bench(s.idle_window_s, s.daemon_tasks)), _daemon_cells),
-    Group("concurrency", (("3", "tasks on one shared app-server (32; --quick: 4): concurrent vs sequential"),),
+    Group("concurrency", (("3", "tasks on one shared app-server (32; --quick: 4): concurrent vs sequential, "
+                                "and claim -> turn/start p99 vs p50"),),
           _async(lambda s: bench_runner.concurrency(s.concurrent_tasks, s.stream_chunks, s.stream_delay_s)),
           _concurrency_cells),
     Group("card", (("4", "card reducer + serializer vs json.loads, same transcript"),),
@@ -274,7 +336,8 @@ GROUPS: tuple[Group, ...] = (
           lambda s: bench_gateway.run(s.gateway_events, s.gateway_tasks, s.xadd_requests), _gateway_cells),
     Group("reuse", (("8a", "task start: warm shared app-server vs an app-server spawned per task"),
                     ("8b", "whole task: warm shared app-server vs `codex exec --json` per task"),
-                    ("8c", "8b's floor: the bare client's warm turn vs `codex exec --json`")),
+                    ("8c", "8b's floor: the bare client's warm turn vs `codex exec --json`"),
+                    ("8d", "whole warm task: boss-agent vs the bare client's warm turn, same app-server")),
           _async(lambda s: bench_runner.reuse(s.reuse_samples)), _reuse_cells),
     Group("long_turn", (("9", "a 100,000-delta turn through the card feed and uploader: last vs first 1k"),),
           _async(lambda s: bench_long_turn.run(s.long_turn_deltas)), _long_turn_cells),
@@ -291,6 +354,19 @@ GROUPS: tuple[Group, ...] = (
                             "p50/p99 vs redis-benchmark XADD -c 50")),
           lambda s: bench_fleet.run(bench_fleet.FLEET_SIZES, s.fleet_tasks, s.fleet_samples, s.xadd_requests),
           _fleet_cells),
+    Group("waits", (("12a", "approval round trip through the Boss API (control plane decides at once) "
+                            "vs two loopback HTTP round trips"),
+                    ("12b", "approval round trip through the gateway (SDK client RESUMEs at once) "
+                            "vs two Redis stream hand-offs"),
+                    ("13", "first visible words: claim -> first upload with answer words vs the bare "
+                           "client's turn/start -> first delta")),
+          _async(lambda s: bench_waits.run(s.wait_samples)), _waits_cells),
+    Group("idle_fleet", (("14", "idle fleet cost: Redis commands per idle gateway worker per second, "
+                                "and per task"),),
+          lambda s: bench_fleet.idle_cost(s.idle_workers, s.idle_fleet_window_s, s.cost_tasks), _idle_fleet_cells),
+    Group("phone", (("15", "a phone's GET /api/local/state over the https local.listen listener vs "
+                           "over loopback http"),),
+          _async(lambda s: bench_phone.run(s.phone_samples)), _phone_cells),
 )
 
 

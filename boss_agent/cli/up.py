@@ -31,7 +31,7 @@ from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.server import check_host, exclusive, phone_doors
 from boss_agent.daemon.process import InstanceLock
 from boss_agent.daemon.runtime import Daemon
-from boss_agent.demo.model import demo_responder
+from boss_agent.demo.model import DEMO_FEATURES, demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity, save_identity
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home
 from boss_agent.sources.boss.pairing import pair_device
@@ -64,7 +64,9 @@ def _listen_error(host: str, port: int, exc: OSError) -> str:
 
 
 def demo_codex_home(state_dir: Path, model_url: str) -> Path:
-    return write_codex_home(state_dir / "demo-codex-home", model_url, model=DEMO_MODEL)
+    # The features are codex's under-development ones; its warning about them would sit on every card.
+    return write_codex_home(state_dir / "demo-codex-home", model_url, model=DEMO_MODEL, features=DEMO_FEATURES,
+                            extra_toml="suppress_unstable_features_warning = true")
 
 
 async def run_up(config: Config, *, demo: bool, host: str = "127.0.0.1", port: int = DEFAULT_PORT,

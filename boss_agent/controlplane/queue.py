@@ -349,8 +349,10 @@ class TaskQueue:
 
     def create_approval(self, device_id: str, task_id: str, request: dict[str, Any]) -> bool:
         self._owned(device_id, task_id)
-        self._renew(task_id)
-        return self.approvals.create(task_id, request)
+        # One commit, not two: each is an fsync, and Codex waits through this request.
+        with self.db.transaction():
+            self._renew(task_id)
+            return self.approvals.create(task_id, request)
 
     def withdraw_approval(self, device_id: str, task_id: str, approval_id: str, reason: str) -> bool:
         # Not ``_owned``: a turn that ended may withdraw after its task was completed.
@@ -362,8 +364,13 @@ class TaskQueue:
         row = self._row(task_id)
         if row["device_id"] != device_id:
             raise _not_owned("the task is not claimed by this device")
-        self._renew(task_id)
-        return self.approvals.get(task_id, approval_id)
+        approval = self.approvals.get(task_id, approval_id)
+        if approval["status"] == "pending":
+            # A device waiting on a person keeps its task. A poll that finds the answer
+            # writes nothing (no fsync while Codex waits): the turn goes on at once and
+            # its progress and heartbeats renew the lease from there.
+            self._renew(task_id)
+        return approval
 
     def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         status = self._row(task_id)["status"]

@@ -8,6 +8,10 @@ The probes run outside the turn's sandbox, in a directory the turn could write, 
 git must not run any program the repository names: no fsmonitor, no hooks, no
 external diff, textconv or clean filter, no system config, and no repository looked
 for above the workdir (``GIT_CEILING_DIRECTORIES``). ``gh`` runs outside the workdir.
+
+``git diff`` counts tracked files only, so a file the turn created (untracked) adds
+its own lines to the insertions, counted here with the same bounds: a new file shows
++N, not +0.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import logging
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,10 @@ GIT_TIMEOUT_S = 10.0  # git status on a big repo on a loaded 2-core box
 GH_TIMEOUT_S = 10.0  # `gh auth status` only reads local config
 MAX_WALK_ENTRIES = 5000  # an artifact scan of a home directory must stay cheap
 MAX_ARTIFACTS = 50
+MAX_UNTRACKED_FILES = 200  # new files whose lines count; a fresh node_modules must stay cheap
+MAX_UNTRACKED_BYTES = 1 << 20  # per file: a bigger new file counts as changed, its lines not read
+MAX_UNTRACKED_TOTAL_BYTES = 8 << 20  # all of them: reading stays well under a second on a busy box
+BINARY_SNIFF_BYTES = 8000  # git's own rule: a NUL in the first 8000 bytes makes a file binary
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", ".codex"}
 
 
@@ -75,6 +84,61 @@ def _numstat(text: str) -> tuple[int, int]:
     return insertions, deletions
 
 
+def _status_paths(status: str) -> list[str]:
+    """The paths of ``git status --porcelain -z``; a rename's or copy's source is not one."""
+    fields, paths = iter(status.split("\0")), []
+    for entry in fields:
+        if len(entry) < 4:
+            continue
+        paths.append(entry)
+        if "R" in entry[:2] or "C" in entry[:2]:
+            next(fields, None)  # -z gives the source as the next field
+    return paths
+
+
+def _read_new_file(workdir: Path, relative: str, budget: int) -> bytes | None:
+    """An untracked file's bytes, or None for what is not read.
+
+    The turn could have planted anything here, so only a regular file right in the
+    workdir is read (no symlink, FIFO or device; nothing outside through a swapped
+    directory), at most ``MAX_UNTRACKED_BYTES`` and ``budget``, never blocking.
+    """
+    path = workdir / relative
+    if not Path(os.path.realpath(path.parent)).is_relative_to(os.path.realpath(workdir)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > min(MAX_UNTRACKED_BYTES, budget):
+                return None
+            return file.read(info.st_size + 1)
+    except OSError:
+        return None
+
+
+def _numstat_lines(data: bytes) -> int:
+    """Lines as git's numstat counts a new file: a last line without a newline counts."""
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return 0  # numstat shows "-" for a binary file
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _untracked_lines(workdir: Path, status: str) -> int:
+    """Lines in the new files ``git diff`` leaves out (it sees only tracked ones). Blocking."""
+    new = [entry[3:] for entry in _status_paths(status) if entry.startswith("??")]
+    lines, budget = 0, MAX_UNTRACKED_TOTAL_BYTES
+    for relative in new[:MAX_UNTRACKED_FILES]:
+        data = _read_new_file(workdir, relative, budget)
+        if data is not None:
+            lines += _numstat_lines(data)
+            budget -= len(data)
+    return lines
+
+
 async def github_cli() -> str:
     if not shutil.which("gh"):
         return "missing"
@@ -105,10 +169,11 @@ async def branch_facts(workdir: Path, gh_status: str) -> dict[str, Any] | None:
     if code != 0:
         return None
     (_, status), (_, numstat) = await asyncio.gather(
-        _git(["status", "--porcelain", "--untracked-files=all"], workdir, filters),
+        _git(["status", "--porcelain", "-z", "--untracked-files=all"], workdir, filters),
         _git(["diff", "--numstat", "--no-ext-diff", "--no-textconv", "HEAD"], workdir, filters))
     insertions, deletions = _numstat(numstat)
-    return {"name": name.strip() or None, "changedFiles": len(status.splitlines()),
+    insertions += await asyncio.to_thread(_untracked_lines, workdir, status)
+    return {"name": name.strip() or None, "changedFiles": len(_status_paths(status)),
             "insertions": insertions, "deletions": deletions, "gitOperations": [],
             "githubCli": gh_status}
 

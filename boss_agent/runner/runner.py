@@ -93,10 +93,6 @@ class Runner:
             logger.exception("task %s crashed in the runner", task.task_id)
             result = self._failed(ctx, "internal_error", "boss-agent failed while running the task")
         if ctx.ran:
-            try:
-                record_thread_workdir(self.config, workdir, ctx.thread_id)
-            except OSError as exc:
-                logger.warning("could not record the thread's folder: %s", exc.__class__.__name__)
             await self._after_turn(ctx)
         return await self._finish(feed, result, ctx)
 
@@ -288,14 +284,23 @@ class Runner:
         return TaskResult("failed", backend=None, codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
                           error_code=code, error_message=sanitize_text(message, workdir=ctx.workdir))
 
+    def _record_and_walk(self, ctx: RunContext) -> list[dict[str, str]]:
+        """Blocking (a thread of its own): the thread's folder for its next follow-up,
+        recorded before the task's result goes out, then the artifact walk."""
+        try:
+            record_thread_workdir(self.config, ctx.workdir, ctx.thread_id)
+        except OSError as exc:
+            logger.warning("could not record the thread's folder: %s", exc.__class__.__name__)
+        return gitfacts.find_artifacts(ctx.workdir, ctx.started_at)
+
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
-            # The git probes and the artifact walk are independent: side by side, the
-            # task ends after the slower of the two, not after both.
+            # The git probes and the file work (the thread's folder link, the artifact
+            # walk) are independent: side by side, the task ends after the slower of the
+            # two, not after both, and the links and the walk stay off the event loop.
             async with asyncio.TaskGroup() as tg:
                 branch = tg.create_task(self._branch_facts(ctx.workdir))
-                found = tg.create_task(asyncio.to_thread(gitfacts.find_artifacts, ctx.workdir,
-                                                         ctx.started_at))
+                found = tg.create_task(asyncio.to_thread(self._record_and_walk, ctx))
             facts, artifacts = branch.result(), found.result()
             if facts:
                 await ctx.feed.event("branch", **facts)

@@ -54,3 +54,14 @@ def test_the_invariants_that_do_not_depend_on_speed_hold(quick: dict[str, Any]) 
     card = raw["card"]
     assert card["messages"] == QUICK.card_messages and card["ratio"] > 0
     assert raw["controlplane"]["tasks"] == QUICK.controlplane_tasks
+    waits = raw["waits"]
+    for path in ("boss", "gateway"):  # each path timed a real approval and its transport's floor
+        assert waits[f"approval_{path}_ms"] > 0 and waits[f"approval_{path}_floor_ms"] > 0
+    assert waits["first_words_ms"] > 0 and waits["bare_first_delta_ms"] > 0
+    idle = raw["idle_fleet"]
+    assert idle["workers"] == QUICK.idle_workers and idle["tasks"] == QUICK.cost_tasks
+    assert idle["commands_per_task"] > 0  # a task's record writes, events and ack were counted
+    concurrency = raw["concurrency"]
+    assert 0 < concurrency["claim_to_turn_p50_ms"] <= concurrency["claim_to_turn_p99_ms"]
+    phone = raw["phone"]
+    assert phone["https_ms"] > 0 and phone["http_ms"] > 0 and phone["answer_bytes"] > 0

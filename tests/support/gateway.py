@@ -104,9 +104,9 @@ async def start_until_ready(run: Callable[[asyncio.Event], Coroutine[Any, Any, N
 @contextlib.asynccontextmanager
 async def running_gateway(redis_url: str, runner: Any, worker_id: str = "w1", *,
                           max_concurrent: int = 4, agent_types: tuple[str, ...] = (AGENT,),
-                          ) -> AsyncIterator[Gateway]:
+                          timing: GatewayTiming = FAST) -> AsyncIterator[Gateway]:
     gateway = Gateway(gateway_config(redis_url, agent_types), runner, worker_id=worker_id,
-                      max_concurrent=max_concurrent, timing=FAST, retry=FAST_POLICY)
+                      max_concurrent=max_concurrent, timing=timing, retry=FAST_POLICY)
     task = await start_until_ready(gateway.run, "gateway")
     try:
         yield gateway

@@ -152,7 +152,7 @@ def _repo_with_changes(repo: Path) -> None:
     subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
     subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
     (repo / "a.txt").write_text("one\nthree\nfour\n")
-    (repo / "new.png").write_bytes(b"\x89PNG")
+    (repo / "new.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")  # binary: no lines to count
 
 
 async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> None:
@@ -163,6 +163,26 @@ async def test_git_facts_count_the_changed_files_and_lines(tmp_path: Path) -> No
                      "gitOperations": [], "githubCli": "missing"}
     assert await gitfacts.branch_facts(tmp_path, "missing") is None or (tmp_path / ".git").exists()
     assert gitfacts.find_artifacts(repo, 0) == [{"name": "new.png", "kind": "image"}]
+
+
+async def test_git_facts_count_the_lines_of_new_files_git_diff_leaves_out(tmp_path: Path) -> None:
+    """A file the turn created is untracked: ``git diff`` ignores it, the card showed +0."""
+    repo = tmp_path / "repo"
+    _repo_with_changes(repo)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "new notes.md").write_text("one\ntwo\nthree")  # no final newline: still 3
+    (repo / "small.txt").write_text("x\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("never\nread\n")
+    (repo / "link.txt").symlink_to(outside)  # the turn's symlink out of the workdir counts nothing
+    os.mkfifo(repo / "pipe")  # nor does a FIFO, and reading it never blocks
+    facts = await gitfacts.branch_facts(repo, "missing")
+    assert facts is not None
+    # a.txt +2 -1 (tracked), then +3 and +1 in the new text files; new.png is binary.
+    assert (facts["insertions"], facts["deletions"]) == (6, 1)
+    assert facts["changedFiles"] == 5  # a.txt, new.png, docs/new notes.md, small.txt, link.txt (git skips a FIFO)
+    # -z gives a rename's source as a field of its own: one changed file, not two.
+    assert gitfacts._status_paths("R  new\0old\0?? x\0 M y\0") == ["R  new", "?? x", " M y"]
 
 
 async def test_git_facts_spawn_no_git_when_the_workdir_has_no_dot_git(

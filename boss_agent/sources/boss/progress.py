@@ -5,8 +5,10 @@ the latest card (a reference to the immutable ``Card``: it is serialized only wh
 an upload actually goes out, a few times a second, not per token) and sends at most
 ``MAX_UPLOADS_PER_S`` requests per task, with ``seq`` growing by one per upload. The
 first goes out one window after the task starts (the claim already told the server
-it runs). ``close`` sends the final card (if it was not the last one sent) before
-``run`` returns. A ``404``/``409`` answer (the task was taken away) or
+it runs), except the first card that shows words of the answer: that one goes out at
+once (what the person waits for) and takes the place of its window's upload, so the
+rate stays bounded. ``close`` sends the final card (if it was not the last one sent)
+before ``run`` returns. A ``404``/``409`` answer (the task was taken away) or
 ``cancelRequested: true`` sets the task's cancel event. Once the runner names the
 live thread and turn (``set_refs``), every upload carries them too, and
 learning them is itself a change worth an upload: the app steers with them.
@@ -26,7 +28,7 @@ from typing import Any
 
 from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
 from boss_agent.progress.bounds import fit_wire
-from boss_agent.progress.card import Card
+from boss_agent.progress.card import Card, answer_preview
 from boss_agent.sources.boss.api import BossApi
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,11 @@ def wire_card(card: CardState) -> dict[str, Any]:
     return card.to_dict() if isinstance(card, Card) else card
 
 
+def shows_words(card: CardState) -> bool:
+    """Whether the card, as sent, would show words of the answer (its ``answerPreview``)."""
+    return bool(answer_preview(card) if isinstance(card, Card) else card.get("answerPreview"))
+
+
 class ProgressUploader:
     def __init__(self, api: BossApi, task_id: str, cancel: asyncio.Event, *,
                  min_interval_s: float = MIN_UPLOAD_INTERVAL_S) -> None:
@@ -64,12 +71,18 @@ class ProgressUploader:
         self._sent_refs: dict[str, str] = {}
         self._dirty = asyncio.Event()
         self._closed = asyncio.Event()
+        self._urgent = asyncio.Event()  # ends the coalescing window: closed, or the first words
+        self._words_seen = False
         self._gone = False
         self._budget: int | None = None  # after a 413: the card budget this server takes
 
     def update(self, card: CardState) -> None:
-        """Remember the newest card; cheap, never blocks."""
+        """Remember the newest card; cheap, never blocks (the preview is looked at only
+        until the first words appear: a few deltas)."""
         self._latest = card
+        if not self._words_seen and shows_words(card):
+            self._words_seen = True
+            self._urgent.set()
         self._dirty.set()
 
     def set_refs(self, thread_ref: str, turn_id: str) -> None:
@@ -82,26 +95,36 @@ class ProgressUploader:
         if final_card:
             self._latest = final_card
         self._closed.set()
+        self._urgent.set()
         self._dirty.set()
 
     async def run(self) -> None:
         # The first window starts now, not at the first upload: the claim already made
         # the task ``running`` on the server, and an upload sent at once would share
         # the daemon's CPU with the runner's thread/start and turn/start. ``close``
-        # still ends the window at once, so a short task sends just its final card.
+        # still ends the window at once, so a short task sends just its final card; so do
+        # the answer's first words, once.
         last_upload = time.monotonic()
         while not self._gone:
             await self._dirty.wait()
-            wait = last_upload + self.min_interval_s - time.monotonic()
-            if wait > 0:
+            window_end = last_upload + self.min_interval_s
+            wait = window_end - time.monotonic()
+            if wait > 0 and not self._urgent.is_set():
                 # Coalescing window: updates arriving now replace each other. Closing
-                # ends the window early: the final card is never held back.
+                # (and the first words) end the window early: never held back.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closed.wait(), wait)
+                    await asyncio.wait_for(self._urgent.wait(), wait)
+            now = time.monotonic()
+            early = now < window_end and not self._closed.is_set()  # the first words cut it short
+            if not self._closed.is_set():
+                self._urgent.clear()  # the first words end one window only
             self._dirty.clear()
             card, refs = self._latest, self._refs
             if card is not None and (card is not self._sent or refs != self._sent_refs):
-                last_upload = time.monotonic()
+                # An early upload takes the place of the one its window would have ended
+                # with: the next window ends an interval after that, so a storm still
+                # sees no more than MAX_UPLOADS_PER_S.
+                last_upload = window_end if early else now
                 await self._upload(card, refs)
             if self._closed.is_set() and not self._dirty.is_set():
                 return

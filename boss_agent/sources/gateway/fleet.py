@@ -104,6 +104,8 @@ class Fleet:
         self._own_stream = keys.worker_stream(self.worker_id)
         self._agent_streams = tuple(agent_streams)
         self.pending: int | None = None  # entries this worker read and has not acked yet
+        self._published = True  # the Redis set may hold ids (a predecessor's, at start)
+        self._recount = True  # an entry reached this worker since the last count
 
     def status(self) -> dict[str, Any]:
         return {"group": self.shared.group, "lease_ttl_s": self.lease_ttl_s, "pending": self.pending,
@@ -182,18 +184,29 @@ class Fleet:
         pipe = self.redis.pipeline(transaction=False)
         for thread in self.threads:
             pipe.set(keys.thread_holder(thread), self.worker_id, ex=self.lease_ttl_s)
-        # Rewritten whole: ids another client added there are not ours to publish.
-        pipe.delete(keys.held_threads(self.worker_id))
+        # Rewritten whole: ids another client added there are not ours to publish. Holding
+        # none, and having published none since the last rewrite, there is nothing to
+        # clear of ours: an idle worker's beat sends nothing here (bench row 14).
+        if self.threads or self._published:
+            pipe.delete(keys.held_threads(self.worker_id))
         if self.threads:
             pipe.sadd(keys.held_threads(self.worker_id), *self.threads)
             pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)
+        self._published = bool(self.threads)
         for turn in self.turns:
             pipe.set(keys.turn_holder(turn), self.worker_id, ex=self.lease_ttl_s)
         await _execute(pipe)
         await self._save()
         await self._count_pending()
 
+    def entry_taken(self) -> None:
+        """An entry was read or claimed: this worker's pending count may have grown."""
+        self._recount = True
+
     async def _count_pending(self) -> None:
+        if not self._recount and self.pending == 0:
+            return  # none pending and none taken since: still none (an idle beat asks nothing)
+        self._recount = False
         counts = [await group_pending(self.redis, stream, self.shared.group, self.worker_id)
                   for stream in self._agent_streams]
         # A missing group (Redis restarted) is recreated by the reader; count nothing till then.
@@ -217,6 +230,7 @@ class Fleet:
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(keys.thread_holder(thread_ref), self.worker_id, ex=self.lease_ttl_s)
         pipe.sadd(keys.held_threads(self.worker_id), thread_ref)
+        self._published = True
         if dropped:
             pipe.srem(keys.held_threads(self.worker_id), *dropped)
         pipe.expire(keys.held_threads(self.worker_id), keys.SESSION_TTL_S)

@@ -81,6 +81,9 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5.0  # a Redis that does not accept a connection in 5 s is down
 SOCKET_SLACK_S = 5.0  # a blocking read may take block_ms; more than that plus slack is a hang
+# Every other command (lease refresh, records, events) answers in milliseconds; a hung
+# one times out in this and is retried well before the lease it may be refreshing expires.
+COMMAND_TIMEOUT_S = 5.0
 CONTROL_BATCH = 16  # control commands are small and quick; read several at once
 RECOVER_BATCH = 100  # pending entries of this worker read per page at start
 LEASE_SLACK_S = 1.0  # past the TTL, Redis has expired a lease nobody refreshed
@@ -108,9 +111,12 @@ class Gateway:
         self.max_concurrent = max_concurrent
         self.timing = timing or GatewayTiming()
         self.group = config.gateway.consumer_group
-        self.redis = redis_client(
-            config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
-            socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
+        self.redis = redis_client(config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+                                  socket_timeout=COMMAND_TIMEOUT_S)
+        # The blocking reads have connections of their own, with a timeout past their block:
+        # a long block costs an idle worker few reads, and never a lease refresh's bound.
+        self._reads = redis_client(config.gateway, redis_url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+                                   socket_timeout=self.timing.read_block_ms / 1000 + SOCKET_SLACK_S)
         self.runs = runs if runs is not None else RunRegistry(
             Slots(max_concurrent), thread_wait_s=config.codex.approval_timeout_s)
         self.shared = Shared(self.redis, ExecutionRecords(self.redis), retry or RedisRetry(),
@@ -213,9 +219,12 @@ class Gateway:
 
     async def _serve(self, presence: WorkerPresence, ready: asyncio.Event | None) -> None:
         try:
+            # Read before the live readers start: an entry they read is pending too, and
+            # one found by both would be dispatched twice.
+            own_pending = await self._own_pending()
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._heartbeat_loop(presence))
-                tg.create_task(self._recover_own_pending())
+                tg.create_task(self._recover(own_pending))
                 if self._accepting:
                     self._task_reader = tg.create_task(self._task_loop())
                 tg.create_task(self._control_loop())
@@ -242,6 +251,7 @@ class Gateway:
         except Exception as exc:  # noqa: BLE001 - Redis down at exit: the lease just expires
             logger.warning("could not release the worker lease (%s)", type(exc).__name__)
         await self.redis.aclose()
+        await self._reads.aclose()
 
     async def _heartbeat_loop(self, presence: WorkerPresence) -> None:
         while True:
@@ -260,8 +270,8 @@ class Gateway:
         async for attempt in self.shared.policy.retrying("read"):
             with attempt:
                 try:
-                    reply = await self.redis.xreadgroup(self.group, self.worker_id, streams,
-                                                        count=count, block=block)
+                    reply = await self._reads.xreadgroup(self.group, self.worker_id, streams,
+                                                         count=count, block=block)
                 except MissingGroup:
                     # Also when the stream was deleted while we were blocked on it
                     # (FLUSHALL, a DEL from outside): the group went with it.
@@ -294,15 +304,21 @@ class Gateway:
             for entry, fields in entries:
                 await self._dispatch(entry, fields)
 
-    async def _recover_own_pending(self) -> None:
+    async def _own_pending(self) -> list[tuple[Entry, Any]]:
         """Entries this worker id read but never acked (the previous process died)."""
+        found: list[tuple[Entry, Any]] = []
         for stream in (*self._agent_streams, self._control_stream):
             last = "0"
             while entries := await self._read({stream: last}, RECOVER_BATCH, None):
-                for entry, fields in entries:
-                    self.shared.stats["recovered"] += 1
-                    await self._dispatch(entry, fields or {})
-                    last = entry.entry_id
+                found += entries
+                last = entries[-1][0].entry_id
+        return found
+
+    async def _recover(self, entries: list[tuple[Entry, Any]]) -> None:
+        """Run them (each may wait for a slot, so beside the live readers)."""
+        for entry, fields in entries:
+            self.shared.stats["recovered"] += 1
+            await self._dispatch(entry, fields or {})
 
     async def _reclaim_loop(self) -> None:
         while True:
@@ -315,6 +331,7 @@ class Gateway:
         # Nothing an entry holds may escape from here: an exception would end the loop
         # that read it, the gateway, and with it the daemon -- at every restart, since
         # the entry stays pending. Any failure to parse is poison, acked and counted.
+        self.fleet.entry_taken()
         try:
             command = wire.parse_command(fields or {})
         except Exception as exc:  # noqa: BLE001 - see above
@@ -328,8 +345,8 @@ class Gateway:
             if self.runs.knows(SOURCE, message_id):
                 # A second copy (a forward or requeue repeated after a crash) of a task that
                 # is starting or running here: its start check would race the first copy.
-                self.shared.stats["skipped"] += 1
                 await self._guard(self.shared.ack(entry))
+                self.shared.stats["skipped"] += 1  # counted once acked: dropped for good
                 return
             # Admitted now, before the next entry is read: it takes a free slot at once.
             admission = self.runs.admit(SOURCE, message_id,
@@ -395,8 +412,8 @@ class Gateway:
                 return None
             verdict, record = await classify_start(self.shared, ask.header)
             if verdict == "skip":
-                self.shared.stats["skipped"] += 1
                 await self.shared.ack(entry)
+                self.shared.stats["skipped"] += 1  # counted once acked: dropped for good
             elif verdict == "cancelled":
                 await reporter.finish("CANCELLED", reason=str(record.get("cancel_reason") or "cancelled"))
             elif verdict == "orphaned":

@@ -1,8 +1,10 @@
 """Who is online and what ran where: the worker lease, membership sets, execution records.
 
-The lease (``registry:worker:online:{id}``) is taken with SET NX and refreshed by a
-compare-and-set script, so a second process with the same worker id fails at start
-and never touches the first one's lease or membership. Execution records live in the
+The lease (``registry:worker:online:{id}``) is taken with SET NX, so a second process
+with the same worker id fails at start and never touches the first one's lease or
+membership. A refresh is one GETEX (the TTL extended, the value read back to see whose
+lease it is); only a changed value (a ``[projects]`` reload) is written, by a
+compare-and-set script. Execution records live in the
 session registry hash exactly where by-framework's ``WorkerRegistry`` looks for
 them (``exec:{execution_id}`` and ``msg_map:{message_id}``), so the SDK's
 ``GatewayClient.cancel_task`` finds this worker and cascades. Records are changed
@@ -68,6 +70,7 @@ class WorkerPresence:
         self.token = uuid.uuid4().hex
         self._key = keys.worker_lease(worker_id)
         self._mine = f'"token":"{self.token}"'
+        self._written: dict[str, Any] | None = None  # the record the stored value carries
 
     def _value(self) -> str:
         return json.dumps({"version": 1, "token": self.token, "last_seen": now_ms(), **self.record},
@@ -75,8 +78,10 @@ class WorkerPresence:
 
     async def acquire(self) -> None:
         """Take the lease or raise DuplicateWorker, leaving the holder's keys alone."""
+        record = dict(self.record)
         if not await self.redis.set(self._key, self._value(), nx=True, ex=self.lease_ttl_s):
             raise DuplicateWorker(f"worker id {self.worker_id!r} is held by another live process")
+        self._written = record
         await self._register()
 
     async def acquire_waiting(self, call: Callable[..., Awaitable[Any]], wait_s: float,
@@ -102,18 +107,40 @@ class WorkerPresence:
                 await asyncio.sleep(poll_s)
 
     async def refresh(self) -> bool:
-        """Extend the lease; True when it had vanished and was taken again."""
-        outcome = await self.redis.eval(_REFRESH, 1, self._key, self._mine, self._value(),
-                                        self.lease_ttl_s)
+        """Extend the lease; True when it had vanished and was taken again.
+
+        An idle fleet's Redis traffic is mostly this, every ``heartbeat_s`` per worker
+        (bench row 14), so the usual beat is one command: GETEX extends the TTL and
+        returns the value. ``last_seen`` is then the time the value was written (by
+        SDK clients it is only checked to be set); a changed record is written with
+        the compare-and-set script. A lease found holding another token was taken
+        while this process stalled past its TTL: the GETEX gave that live holder one
+        TTL from now, and this process stops (DuplicateWorker) as before.
+        """
+        record = dict(self.record)
+        if self._written != record:
+            outcome = await self.redis.eval(_REFRESH, 1, self._key, self._mine, self._value(),
+                                            self.lease_ttl_s)
+        else:
+            current = await self.redis.getex(self._key, ex=self.lease_ttl_s)
+            if current is None:
+                taken = await self.redis.set(self._key, self._value(), nx=True, ex=self.lease_ttl_s)
+                outcome = 2 if taken else 0
+            else:
+                outcome = 1 if self._mine in keys.text(current) else 0
+        if outcome:
+            self._written = record  # the value stored carries this record
         if outcome == 0:
             raise DuplicateWorker(f"worker id {self.worker_id!r} was taken by another process")
         if outcome == 2:
+            # Redis lost its data (a restart without persistence): the membership too.
             logger.warning("worker lease had vanished (Redis restarted?); taken again")
-        await self._register()
+            await self._register()
         return bool(outcome == 2)
 
     async def _register(self) -> None:
-        # Re-added on every beat: cheap, and it restores membership after a Redis restart.
+        # At start, and again whenever the lease had vanished: a Redis that lost the
+        # lease lost the membership sets with it.
         pipe = self.redis.pipeline(transaction=False)
         pipe.sadd(keys.KNOWN_WORKERS, self.worker_id)
         for agent_type in self.agent_types:
@@ -221,8 +248,9 @@ class ExecutionRecords:
         if not keys.valid_id(execution_id):
             execution_id = record["execution_id"] = f"exec-{uuid.uuid4().hex[:8]}"
         pipe.multi()
-        pipe.hset(reg, keys.EXEC_FIELD + execution_id, json.dumps(record, ensure_ascii=False))
-        pipe.hset(reg, keys.MSG_MAP_FIELD + message_id, execution_id)
+        # One HSET for both fields: a task writes its record twice, each a command fewer.
+        pipe.hset(reg, mapping={keys.EXEC_FIELD + execution_id: json.dumps(record, ensure_ascii=False),
+                                keys.MSG_MAP_FIELD + message_id: execution_id})
         pipe.expire(reg, keys.SESSION_TTL_S)
 
 

@@ -123,3 +123,43 @@ async def test_the_detail_is_kept_while_pending_and_dropped_once_decided_or_with
     again = await device.ask(task_id, "apr_1", kind="tool", risk="high", detail=DETAIL)
     assert again.status_code == 201, again.text
     assert "detail" not in plane.task(task_id)["approvals"][0]
+
+
+def _commits(statements: list[str]) -> int:
+    """Durable commits among traced statements: each BEGIN ... COMMIT once, and each write
+    run outside one (autocommit) once; on WAL with synchronous=FULL each is an fsync."""
+    commits, inside = 0, False
+    for sql in (s.strip().upper() for s in statements):
+        if sql.startswith("BEGIN"):
+            inside = True
+        elif sql.startswith(("COMMIT", "ROLLBACK")):
+            inside, commits = False, commits + sql.startswith("COMMIT")
+        elif not inside and sql.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
+            commits += 1
+    return commits
+
+
+async def test_an_approval_round_trip_costs_one_commit_to_ask_and_none_to_read_the_decision(
+        http, plane, local):
+    """What the person waits for (bench row 12): each fsync is milliseconds on a real disk.
+    The device's create is one commit (lease renewal and request together), and its poll
+    that finds the decision writes nothing; a poll that waits still renews the lease."""
+    device = await pair(http, plane)
+    task_id = plane.submit_task("hello")
+    await device.claim()
+    traced: list[str] = []
+    plane.core.db.conn.set_trace_callback(traced.append)
+    try:
+        assert (await device.ask(task_id, "apr_1")).status_code == 201
+        asked = _commits(traced)
+        traced.clear()
+        assert (await device.poll(task_id, "apr_1")).json() == {"status": "pending"}
+        pending_poll = _commits(traced)
+        decided = await local.post(f"/api/local/approvals/{task_id}/apr_1", json={"decision": "accept"})
+        assert decided.status_code == 200
+        traced.clear()
+        assert (await device.poll(task_id, "apr_1")).json()["status"] == "decided"
+        decided_poll = _commits(traced)
+    finally:
+        plane.core.db.conn.set_trace_callback(None)
+    assert (asked, pending_poll, decided_poll) == (1, 1, 0)

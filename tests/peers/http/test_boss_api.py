@@ -21,6 +21,7 @@ from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.retry import BossApiRetry, is_retryable, parse_retry_after
 from boss_agent.sources.boss.runs import BossTaskSink
 from boss_agent.tasks import Task
+from tests.support.waits import eventually
 
 TOKEN = "tok_secret_abcdef123456"
 DELTAS = 2_000  # answer deltas streamed through the runner's card feed
@@ -214,3 +215,37 @@ async def test_the_first_card_waits_one_window_so_no_upload_races_the_turn_start
             uploader.close({"status": "completed"})
     uploads = [body["executionProgress"] for path, body, _, _ in script.seen if path.endswith("/progress")]
     assert uploads == [{"status": "completed"}]
+
+
+async def test_the_first_card_with_visible_answer_words_goes_out_at_once_then_uploads_coalesce(
+    server: tuple[Script, str],
+) -> None:
+    """What the person waits for (bench row 13): the first words of the answer are not
+    held for the coalescing window; the cards after them are, as before."""
+    script, url = server
+
+    def uploads() -> list[dict[str, Any]]:
+        return [body["executionProgress"] for path, body, _, _ in script.seen if path.endswith("/progress")]
+
+    async with BossApi(url, device_id="d", token=TOKEN, policy=BossApiRetry.fast()) as api:
+        # A window far longer than the test's wait: only the first-words rule can send early.
+        uploader = ProgressUploader(api, "tsk_1", asyncio.Event(), min_interval_s=600.0)
+        feed = CardFeed(BossTaskSink(Task(task_id="tsk_1", prompt="p"), uploader,
+                                     RemoteApprovals(api, 1.0), asyncio.Event()),
+                        backend="app_server", workdir=None)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(uploader.run())
+            await feed.feed({"method": "turn/started", "params": {"turn": {"id": "t", "status": "inProgress"}}})
+            await feed.feed({"method": "item/agentMessage/delta", "params": {"delta": "Hel"}})  # no word yet
+            await feed.feed({"method": "item/agentMessage/delta", "params": {"delta": "lo there"}})
+            first = await eventually(uploads, timeout=10.0)
+            for index in range(20):
+                await feed.feed({"method": "item/agentMessage/delta", "params": {"delta": f" w{index}"}})
+            for _ in range(3):
+                await asyncio.sleep(0)  # the uploader has seen the newer cards (and must hold them)
+            during_window = len(uploads())
+            await feed.event("finished", status="completed", at="2026-01-01T00:00:00.000Z")
+            uploader.close()
+    assert [card["answerPreview"] for card in first] == ["Hello"]  # the settled words, at once
+    assert during_window == 1  # the next cards wait for the window
+    assert len(uploads()) == 2 and uploads()[-1]["status"] == "completed"
