@@ -80,7 +80,7 @@ async def _start_fleet(url: str, size: int,
 
 
 def _completed(gateways: list[Gateway]) -> int:
-    return sum(g.status["counts"].get("completed", 0) for g in gateways)
+    return sum(g.info["counts"].get("completed", 0) for g in gateways)
 
 
 async def _burst(redis: aioredis.Redis, gateways: list[Gateway], size: int, tasks: int) -> float:
@@ -121,7 +121,7 @@ async def measure_fleet(url: str, size: int, tasks: int, samples: int) -> dict[s
             gateways, jobs = await _start_fleet(url, size, tg)
             tasks_s = await _burst(redis, gateways, size, tasks)
             latency = await _latencies(redis, size, samples)
-            per_worker = [g.status["counts"].get("completed", 0) for g in gateways]
+            per_worker = [g.info["counts"].get("completed", 0) for g in gateways]
             for job in jobs:
                 job.cancel()
     finally:

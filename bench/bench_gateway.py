@@ -111,7 +111,7 @@ async def _tasks_per_s(url: str, tasks: int = TASKS) -> float:
         start = time.perf_counter()
         await pipe.execute()
         async with asyncio.timeout(RUN_TIMEOUT_S):
-            while gateway.status["counts"].get("completed", 0) < tasks:
+            while gateway.info["counts"].get("completed", 0) < tasks:
                 await asyncio.sleep(0.01)  # a benchmark poll, not a test wait
         elapsed = time.perf_counter() - start
         runner.cancel()

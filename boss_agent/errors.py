@@ -28,10 +28,20 @@ that meets them, and chained with ``raise ... from exc``.
     │   └── BossUnreachable         network error or timeout: no answer at all (``status`` 0)
     ├── GatewayError                Redis Streams gateway
     │   ├── DuplicateWorker         another process holds this worker id's lease
-    │   └── BadCommand              a stream entry that is not a valid command (poison)
+    │   ├── BadCommand              a stream entry that is not a valid command (poison)
+    │   └── RedisFailure            a Redis command failed (redis-py's errors, mapped once in
+    │       │                       ``sources/gateway/redis_errors.py``; ``reply``: Redis's own word)
+    │       ├── RedisUnavailable    no answer: refused, dropped, timed out, loading, read-only,
+    │       │                       failing over; the retry policy retries exactly these
+    │       ├── MissingGroup        NOGROUP (or UNBLOCKED: the stream went while a read waited)
+    │       ├── GroupExists         BUSYGROUP: the consumer group is there already
+    │       ├── WrongType           WRONGTYPE: the key holds another kind of value
+    │       └── WatchedKeyChanged   a WATCHed key changed before EXEC: try the transaction again
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
     ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
     │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
+    ├── UnknownCardField            ``Card.evolve`` given a field the card does not have (a bug:
+    │                               never swallowed as a message shape codex did not promise)
     └── ControlPlaneError           the embedded control plane refuses a request
                                     (``status``, ``code``: the HTTP error it answers)
 
@@ -43,7 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/test_errors.py.
+# JSON-RPC 2.0 error codes, and the one codex adds. Pinned by tests/unit/test_errors.py.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -209,6 +219,34 @@ class BadCommand(GatewayError):
         super().__init__(message)
 
 
+class RedisFailure(GatewayError):
+    """A Redis command failed; ``reply`` is Redis's error word (``NOGROUP``…) or ''."""
+
+    def __init__(self, message: str, reply: str = "") -> None:
+        self.reply = reply
+        super().__init__(message)
+
+
+class RedisUnavailable(RedisFailure):
+    """Redis gave no usable answer now; a later attempt may get one."""
+
+
+class MissingGroup(RedisFailure):
+    """The consumer group (or its stream) is not there: Redis restarted without its data."""
+
+
+class GroupExists(RedisFailure):
+    """Creating a consumer group that exists already: the only tolerable XGROUP error."""
+
+
+class WrongType(RedisFailure):
+    """The key holds a value of another type (someone wrote over one of our keys)."""
+
+
+class WatchedKeyChanged(RedisFailure):
+    """A key WATCHed by an optimistic transaction changed before it executed."""
+
+
 class ServiceError(BossAgentError):
     """Installing or removing the system service failed (a file or a manager command)."""
 
@@ -221,6 +259,14 @@ class IllegalTransition(BossAgentError):
         self.old = old
         self.new = new
         super().__init__(f"{lifecycle}: no move from {old!r} to {new!r}")
+
+
+class UnknownCardField(BossAgentError):
+    """``Card.evolve`` was given a field the card does not have: a typo in our code."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(f"the progress card has no field {', '.join(map(repr, names))}")
 
 
 class ControlPlaneError(BossAgentError):

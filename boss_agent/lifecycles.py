@@ -11,10 +11,16 @@ every other pair is rejected.
     ExecutionStatus  the gateway's execution record (by-framework's upper-case spelling)
     SupervisorState  the codex app-server supervisor (``AppServer.status``)
     DaemonPhase      the daemon, as the state file and ``boss-agent status`` show it
+    QueueStatus      one task in the embedded control plane's queue (``controlplane/queue.py``)
 
 ``TERMINAL`` is the one definition of "this task is over"; ``TERMINAL_EXECUTION`` is
 the same set in the gateway's spelling, through ``EXECUTION_OF``, the one mapping
-between the two wire spellings. The control plane's own queue adds ``abandoned``.
+between the two wire spellings. The control plane's own queue adds ``abandoned`` (a
+lease ran out) and lets an abandoned or failed task be queued again (``retry``).
+
+A status is moved only through its table's ``check`` (or ``moves``): never assigned
+directly, outside a constructor (``tests/unit/test_lifecycles.py`` reads the source
+for such assignments).
 """
 
 from __future__ import annotations
@@ -57,6 +63,15 @@ class SupervisorState(StrEnum):
     STOPPED = "stopped"
 
 
+class QueueStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"  # claimed: a device holds its lease
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    ABANDONED = "abandoned"  # its lease ran out (or its device was revoked); the user may retry
+
+
 class DaemonPhase(StrEnum):
     STARTING = "starting"
     WAITING_FOR_PAIRING = "waiting for pairing"
@@ -93,6 +108,13 @@ class Lifecycle(Generic[S]):
 
     def allows(self, old: str, new: str) -> bool:
         return old == new or self.kind(new) in self.moves[self.kind(old)]
+
+    def moves_to(self, old: str, new: str) -> bool:
+        """``old`` may move to ``new``, a different status (False for a spelling it does not know)."""
+        try:
+            return old != new and self.allows(old, new)
+        except ValueError:
+            return False
 
     def check(self, old: str, new: str) -> S:
         """``new`` as the enum, or ``IllegalTransition`` when the table has no such move."""
@@ -151,5 +173,19 @@ DAEMON = Lifecycle("daemon phase", DaemonPhase, {
     _D.STOPPED: _to(),
 })
 
+_Q = QueueStatus
+_Q_TERMINAL = (_Q.COMPLETED, _Q.FAILED, _Q.CANCELLED)  # what a device's `complete` may say
+QUEUE = Lifecycle("control plane queue", QueueStatus, {
+    _Q.QUEUED: _to(_Q.RUNNING, _Q.CANCELLED),  # claimed, or cancelled before any device had it
+    _Q.RUNNING: _to(*_Q_TERMINAL, _Q.ABANDONED),
+    _Q.ABANDONED: _to(*_Q_TERMINAL, _Q.QUEUED),  # a late result beats none; or retried
+    _Q.FAILED: _to(_Q.QUEUED),  # retried: a new attempt
+    _Q.COMPLETED: _to(),
+    _Q.CANCELLED: _to(),
+})
+# The queue's own end: a task no device will report on again (until it is retried).
+QUEUE_FINISHED: frozenset[QueueStatus] = frozenset({*_Q_TERMINAL, _Q.ABANDONED})
+
 LIFECYCLES: tuple[Lifecycle[TaskStatus] | Lifecycle[ExecutionStatus] | Lifecycle[SupervisorState]
-                  | Lifecycle[DaemonPhase], ...] = (TASK, EXECUTION, SUPERVISOR, DAEMON)
+                  | Lifecycle[DaemonPhase] | Lifecycle[QueueStatus], ...] = (
+    TASK, EXECUTION, SUPERVISOR, DAEMON, QUEUE)

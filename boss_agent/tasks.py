@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from boss_agent.errors import TaskRejected
+from boss_agent.progress.approval_view import ApprovalKind, Risk
 from boss_agent.progress.card import Card
 
 INTENTS = ("conversation_reply", "dispatch_execution", "thread_collaboration", "computer_use")
@@ -86,9 +87,9 @@ class ApprovalRequest:
     """One Codex approval request as the phone sees it (already sanitized)."""
 
     approval_id: str
-    kind: Literal["command", "fileChange", "permissions", "userInput", "elicitation", "tool"]
+    kind: ApprovalKind
     summary: str
-    risk: Literal["low", "medium", "high"]
+    risk: Risk
     available_decisions: tuple[str, ...]
     questions: tuple[dict[str, Any], ...] = ()
     # The optional fields of device API §6, already sanitized: reason, permissions,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Debian packages, Python venv, the pinned codex CLI)
 # on a fresh machine, check lint (ruff) and types (mypy --strict, configured in
-# pyproject.toml), then run the whole test suite. Extra arguments go to pytest.
+# pyproject.toml, over boss_agent and tests/support), then run the whole test suite.
+# Extra arguments go to pytest.
 # BOSS_TEST_SKIP_LINT=1 skips the two checks for a quick focused run (CI never sets it).
 # A whole-suite run also runs the unit and e2e layers on Python 3.11 (see the end).
 set -euo pipefail
@@ -23,6 +24,8 @@ if [ "${BOSS_TEST_SKIP_LINT:-0}" != 1 ]; then
   "$VENV/bin/ruff" check --quiet boss_agent tests bench
   log "mypy --strict boss_agent"
   "$VENV/bin/mypy"
+  log "mypy --strict tests/support"  # the fakes must satisfy the seams they stand in for
+  "$VENV/bin/mypy" tests/support
 fi
 
 # The page's JavaScript modules: ESLint's recommended rules (scripts/eslint.config.mjs).

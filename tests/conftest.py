@@ -134,7 +134,8 @@ def workdir(tmp_path: Path) -> Path:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Credentials for the app-server's WebSocket listener.
 
-codex accepts two kinds of bearer on the WebSocket handshake (facts §3h): a capability
+codex accepts two kinds of bearer on the WebSocket handshake (``--ws-auth``): a capability
 token read from a file, or a compact HS256 JWT signed with a shared secret's raw bytes.
 This module reads those files, mints the JWT (fresh per connection, so its ``exp`` is
 always in the future), and refuses to put a bearer on a plain ``ws://`` link that
@@ -24,7 +24,7 @@ from boss_agent.errors import AppServerUnavailable
 # A JWT lives only for one handshake; five minutes absorbs clock skew between us and codex.
 JWT_LIFETIME_S = 300
 # HS256 over a shorter key is guessable offline from one captured token; codex refuses
-# such a secret for its listener too (facts §3h).
+# such a short secret for its listener too.
 MIN_SHARED_SECRET_BYTES = 32
 _LOOPBACK_NAMES = ("localhost",)
 

@@ -2,7 +2,8 @@
 
 The child runs in its own session (its own process group) because the npm wrapper
 stays as a parent of the native binary, and commands codex starts keep running after
-an interrupt (facts §3f, §5): only killing the whole group stops all of them.
+``turn/interrupt`` (codex does not end them): only killing the whole group stops
+all of them.
 stderr is read continuously, so the child can never block on a full pipe, and every
 line goes to our log through the sanitizer, at debug level (it quotes paths and ids).
 """

@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from tenacity import RetryCallState
 
+from boss_agent.appserver import contract
 from boss_agent.appserver.connect import Connection, Connector
 from boss_agent.appserver.first_start import first_start
 from boss_agent.appserver.methods import AppServerClient, OverloadRetry
@@ -42,7 +43,7 @@ __all__ = ["AppServer", "AppServerClient", "Notification", "OverloadRetry", "Res
 
 logger = logging.getLogger(__name__)
 
-# Cold start is 0.1-0.5 s (facts §10); a loaded box and a listener start take longer.
+# codex's cold start is 0.1-0.5 s on an idle machine; a loaded box and a listener start take longer.
 STARTUP_TIMEOUT_S = 45.0
 # How long client() waits for a (re)connect in progress before giving up.
 CLIENT_WAIT_S = 30.0
@@ -55,7 +56,7 @@ ERROR_CHARS = 200  # status errors are one short sanitized line
 _USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\d[^\s]*)")
 
 
-class AppServer:
+class AppServer(contract.Supervisor):
     """Shared by all concurrent tasks: threads are multiplexed on one connection."""
 
     def __init__(self, codex: CodexSettings, *, state_dir: Path, codex_home: Path | None = None,
@@ -96,7 +97,7 @@ class AppServer:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._state = SupervisorState.STOPPED
+        self._set_state(SupervisorState.STOPPED)  # every state may stop; a late step may not undo it
         if self._task is not None:
             self._task.cancel()
         try:

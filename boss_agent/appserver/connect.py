@@ -42,7 +42,7 @@ from boss_agent.redact import sanitize_text
 
 logger = logging.getLogger(__name__)
 
-# A listener answers /readyz ~0.2-0.4 s after spawn (facts §3h); a loaded 2-core box
+# A listener answers /readyz ~0.2-0.4 s after spawn on an idle machine; a loaded 2-core box
 # with the npm wrapper can take several times that.
 LISTENER_START_TIMEOUT_S = 30.0
 # What codex prints on stderr once its WebSocket listener is bound (real codex 0.171.0).
@@ -50,7 +50,7 @@ LISTENING_ON = re.compile(r"listening on: (ws://127\.0\.0\.1:\d+)")
 READY_POLL_S = 0.05  # the listener gives no readiness signal we could await instead
 HEALTH_INTERVAL_S = 30.0  # a dead child is seen at once via EOF; this catches a wedged one
 HEALTH_TIMEOUT_S = 10.0  # a cheap request answers in milliseconds even mid-turn
-HEALTH_FAILURES_TO_RESTART = 2  # overload may drop a single reply (facts §3i)
+HEALTH_FAILURES_TO_RESTART = 2  # an overloaded codex may drop a single reply (-32001)
 HEALTH_METHOD = "thread/loaded/list"  # cheap: a list of ids, no disk access
 LISTENER_DIR = "app-server"
 

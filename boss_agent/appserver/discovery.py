@@ -8,7 +8,7 @@ codex upgrade (another version) also invalidates it. A failed discovery never bl
 heartbeat: it warns, keeps the last good data and adds a short sanitized
 ``metadata.error``.
 
-Model roles (codex's catalogue is ordered newest first, facts §3g):
+Model roles (codex's ``model/list`` catalogue is ordered newest first):
 
 * ``defaultModel``: the entry with ``isDefault``, else the first visible one.
 * ``fastModel``: the first visible model whose id or name carries a speed hint
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 CACHE_FILE = "discovery.json"
 MAX_PAGES = 5  # model/list and app/list page; five pages is far beyond today's catalogue
 ERROR_CHARS = 160  # metadata.error is one short line on the phone
-# Each discovery call answers in 1-5 ms (facts §3g); this bounds a wedged app-server so a
+# Each discovery call answers in 1-5 ms on an idle codex; this bounds a wedged app-server so a
 # heartbeat waiting on discovery still goes out.
 DISCOVERY_TIMEOUT_S = 20.0
 _FAST_ID = re.compile(r"luna|mini|nano|flash|lite|fast", re.IGNORECASE)

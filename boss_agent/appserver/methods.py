@@ -29,7 +29,8 @@ from tenacity import RetryCallState
 
 import boss_agent
 from boss_agent.appserver.routing import ThreadListener
-from boss_agent.appserver.rpc import Dispatcher
+from boss_agent.appserver import contract
+from boss_agent.appserver.contract import Dispatcher
 from boss_agent.backoff import Backoff
 from boss_agent.errors import (
     ConnectionClosed,
@@ -41,7 +42,7 @@ from boss_agent.jsonshape import mapping, obj
 
 logger = logging.getLogger(__name__)
 
-# codex's ingress channel holds 128 requests and answers -32001 beyond that (facts §3i);
+# codex's ingress channel holds 128 requests and answers -32001 beyond that;
 # 32 leaves room for the other connections sharing a listener.
 MAX_IN_FLIGHT = 32
 # Notifications the progress card never reads; opting out saves a JSON line per chunk.
@@ -70,8 +71,9 @@ class NotProvable(Exception):
     """codex's answers cannot show that an unanswered request did not run."""
 
 
-class AppServerClient:
-    """Typed methods over one initialized connection. Safe to share between tasks."""
+class AppServerClient(contract.Client):
+    """Typed methods over one initialized connection (a ``contract.Client`` over a
+    ``contract.Dispatcher``). Safe to share between tasks."""
 
     def __init__(self, dispatcher: Dispatcher, *, timeout_s: float,
                  policy: OverloadRetry | None = None, max_in_flight: int = MAX_IN_FLIGHT) -> None:

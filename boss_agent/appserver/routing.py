@@ -39,7 +39,7 @@ from boss_agent.jsonshape import obj
 logger = logging.getLogger(__name__)
 
 # Default answers for server requests nobody took. Approvals are declined (decline works
-# even when availableDecisions omits it, facts §6.3); legacy v1 approvals use "denied".
+# even when availableDecisions omits it); legacy v1 approvals use "denied".
 DEFAULT_ANSWERS: dict[str, dict[str, Any]] = {
     "item/commandExecution/requestApproval": {"decision": "decline"},
     "item/fileChange/requestApproval": {"decision": "decline"},

@@ -22,6 +22,7 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
+from boss_agent.appserver import contract
 from boss_agent.appserver.routing import Notification, Router, ServerRequest
 from boss_agent.appserver.transports import InvalidMessage, Transport
 from boss_agent.errors import (
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 RequestId = int | str
 
 
-class Dispatcher:
+class Dispatcher(contract.Dispatcher):
     """Correlates requests and responses on one transport; runs its receive loop."""
 
     def __init__(self, transport: Transport, *, ids: Iterator[RequestId] | None = None) -> None:

@@ -6,7 +6,7 @@ knows nothing of ids or methods. The three differ only in their pumps:
 * ``StdioTransport``: JSON lines on the pipes of a child it owns (see ``process``).
 * ``WebSocketTransport`` (websocket.py, imported only when dialing one): one
   JSON-RPC message per text frame, over TCP (``ws://``) or over a unix socket
-  (codex's ``--listen unix://`` is WebSocket too, facts §3h).
+  (codex's ``--listen unix://`` speaks WebSocket too, not bare JSON lines).
 
 A frame or line that is not a JSON object is yielded as an ``InvalidMessage`` value and
 counted by the dispatcher; it never ends the pump. The handshake never sends ``Origin``

@@ -22,7 +22,7 @@ from boss_agent.appserver.transports import Incoming, decode, encode
 from boss_agent.errors import AppServerUnavailable, AuthRejected, ConnectionClosed
 from boss_agent.redact import sanitize_text
 
-# Loopback handshakes finish in ~70 ms (facts §3h); this only bounds a wedged peer.
+# Loopback handshakes finish in ~70 ms; this only bounds a wedged peer.
 WS_OPEN_TIMEOUT_S = 10.0
 # Same reason as process.STDOUT_LINE_LIMIT: one frame can carry a whole thread history.
 WS_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -55,7 +55,7 @@ class WebSocketTransport:
         await self.ws.close()
 
 
-# codex's 401 bodies (facts §3h). They are kept verbatim: the sanitizer would mask the
+# codex's 401 bodies, word for word. They are kept verbatim: the sanitizer would mask the
 # words after "bearer" and hide the very cause the user needs to see.
 CODEX_AUTH_REASONS = frozenset({
     "missing websocket bearer token", "invalid websocket bearer token",

@@ -152,7 +152,7 @@ def unpair() -> None:
 @app.command()
 def run() -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
-    from boss_agent.cli.entry import start_daemon
+    from boss_agent.cli.start import start_daemon
 
     guarded(lambda: start_daemon(G.config_path))
 

@@ -238,8 +238,7 @@ async def check_server(config: Config) -> Check:
 async def check_redis(config: Config) -> Check:
     if not config.gateway.enabled:
         return _check("redis", "ok", "gateway off; not needed")
-    from redis.exceptions import RedisError
-
+    from boss_agent.errors import RedisFailure
     from boss_agent.sources.gateway.connect import redis_client
 
     gw = config.gateway
@@ -248,7 +247,7 @@ async def check_redis(config: Config) -> Check:
     try:
         async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
             facts = await probe_worker(client, _worker_id(config), gw.agent_types, gw.consumer_group)
-    except (RedisError, OSError, TimeoutError) as exc:
+    except (RedisFailure, TimeoutError) as exc:  # the client maps every Redis error to RedisFailure
         return _check("redis", "fail", f"{shown} ({_redis_security(gw.redis_url)}): {_why(exc)}",
                       "start Redis, or fix gateway.redis_url, or set gateway.enabled = false")
     finally:

@@ -5,17 +5,16 @@ the pydantic adapters typer builds for every option (~11 MB RSS, bench row 6) in
 memory all that time. So a plain ``run``, with at most the root options ``--config
 PATH`` and ``--debug`` before it, starts the daemon here; any other command line
 (``run --help``, an unknown option, every other command) goes to the typer app, which
-also has ``run`` and starts the daemon through the same ``start_daemon``.
+also has ``run`` and starts the daemon through the same ``start_daemon`` (``cli/start.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from boss_agent.cli.exits import EXIT_INTERRUPTED, failure
+from boss_agent.cli.start import start_daemon
 
 
 def run_options(argv: Sequence[str]) -> tuple[str | None, bool] | None:
@@ -34,19 +33,6 @@ def run_options(argv: Sequence[str]) -> tuple[str | None, bool] | None:
         else:
             return None
     return (config, debug) if args == ["run"] else None
-
-
-def start_daemon(config_path: str | Path | None) -> None:
-    """Load the config, set up logging and run the daemon until SIGTERM/SIGINT."""
-    from boss_agent.codexbin import require_codex
-    from boss_agent.config import load_config
-    from boss_agent.daemon.runtime import Daemon
-    from boss_agent.logs import setup_logging
-
-    config = load_config(config_path or None)
-    require_codex(config.codex.bin)  # refuse at once: every task would fail without it
-    setup_logging(config.log_level, config.state_dir / "logs")
-    asyncio.run(Daemon(config).run())
 
 
 def run_daemon(config_path: str | None, *, debug: bool) -> int:

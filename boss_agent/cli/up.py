@@ -29,7 +29,7 @@ from boss_agent.config import Config
 from boss_agent.errors import ConfigError
 from boss_agent.controlplane import ControlPlane
 from boss_agent.controlplane.server import check_host, exclusive, phone_doors
-from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.process import InstanceLock
 from boss_agent.daemon.runtime import Daemon, check_codex_release
 from boss_agent.demo.model import DEMO_FEATURES, demo_responder
 from boss_agent.identity import ensure_state_dir, load_identity, save_identity
@@ -40,7 +40,7 @@ from boss_agent.cli.task_follow import controlplane_dir
 logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765  # stable, so the page's bookmark keeps working; --port 0 picks a free one
-DEMO_MODEL = "gpt-5.5"  # the slug whose tool surface the demo model scripts (facts §0.2)
+DEMO_MODEL = "gpt-5.5"  # the slug whose tool surface the demo model scripts (see scripted_model)
 
 
 async def pair_this_machine(plane: ControlPlane, state_dir: Path) -> None:

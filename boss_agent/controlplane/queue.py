@@ -1,11 +1,12 @@
 """The task queue: submit, claim with leases, progress, complete, cancel, approvals.
 
-Task lifecycle on the control plane (``status``):
-
-    queued ──claim──▶ running ──complete──▶ completed | failed | cancelled
-      │                 │
-      └─cancel─▶ cancelled   └─lease expired / device revoked──▶ abandoned ──retry──▶ queued
-                                                (failed can be retried too)
+Task lifecycle on the control plane (``status``): the table ``lifecycles.QUEUE``
+(``QueueStatus``), which every status change here goes through. A task is claimed
+(``queued`` → ``running``), completed by its device (``completed``, ``failed`` or
+``cancelled``), cancelled before any device took it, or ``abandoned`` when its lease
+runs out or its device is revoked; an abandoned or failed task may be retried
+(``queued`` again, attempt + 1). The SQL below names statuses only as parameters
+from the enum, never as literals.
 
 Leases. A claim gives the device a lease of ``lease_s`` seconds on the task. The
 lease is renewed by a heartbeat that lists the task in ``runningTaskIds``, by a
@@ -21,7 +22,7 @@ Approvals are stored by ``approvals.py``; this module only checks that the devic
 calling owns the task, and that a decision still has a running task to go to.
 
 Claims select and update in one ``BEGIN IMMEDIATE`` transaction, guarded by
-``status = 'queued'``, so one task never goes to two devices. A steer task
+``status = queued``, so one task never goes to two devices. A steer task
 (``targetCodexTurnId`` set) joins a turn already running and so takes no slot: it
 is handed over beyond ``slots``, even at ``slots: 0``, and only to the device whose
 running task reported that turn (any device while nobody has reported it).
@@ -36,7 +37,7 @@ from typing import Any
 from boss_agent.controlplane.approval_store import Approvals
 from boss_agent.controlplane.db import Database, dumps, iso, loads
 from boss_agent.errors import ControlPlaneError, TaskRejected
-from boss_agent.lifecycles import TERMINAL
+from boss_agent.lifecycles import QUEUE, QUEUE_FINISHED, QueueStatus
 from boss_agent.redact import sanitize_text
 from boss_agent.tasks import parse_task
 
@@ -46,23 +47,24 @@ TASK_FIELDS = (
     "collaborationMode",
 )
 TASK_DEFAULTS = {"intentCategory": "conversation_reply", "approvalMode": "remote"}
-FINISHED = frozenset({*TERMINAL, "abandoned"})  # the queue's own end: a lease ran out
-RETRYABLE = frozenset({"abandoned", "failed"})  # retry() requeues these as a new attempt
+FINISHED = QUEUE_FINISHED  # the queue's own end (a lease that ran out included)
+Q = QueueStatus
+RETRYABLE = frozenset(s for s in Q if QUEUE.moves_to(s, Q.QUEUED))  # retry(): abandoned, failed
 RESULT_KEYS = ("status", "backend", "fallbackFrom", "codexThreadRef", "turnId", "resultText", "error")
 
 
 # Queued steer tasks this device may take: none whose turn runs on another device.
 STEER_CLAIM_SQL = """
-SELECT * FROM tasks AS q WHERE q.status = 'queued'
+SELECT * FROM tasks AS q WHERE q.status = :queued
   AND json_extract(q.spec, '$.targetCodexTurnId') IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM tasks AS r WHERE r.status = 'running' AND r.device_id != ?
+  AND NOT EXISTS (SELECT 1 FROM tasks AS r WHERE r.status = :running AND r.device_id != :device
                   AND json_extract(r.refs, '$.turnId') = json_extract(q.spec, '$.targetCodexTurnId'))
 ORDER BY q.position
 """
 
 
 # The running tasks that hold a slot (a steer joins a running turn and holds none).
-SLOT_HOLDERS_SQL = ("SELECT task_id, device_id FROM tasks WHERE status = 'running'"
+SLOT_HOLDERS_SQL = ("SELECT task_id, device_id FROM tasks WHERE status = ?"
                     " AND json_extract(spec, '$.targetCodexTurnId') IS NULL")
 SLOT_FREES = "this one starts when a slot frees"
 
@@ -121,8 +123,8 @@ class TaskQueue:
         task_id = "tsk_" + secrets.token_hex(8)
         now = self.db.clock()
         self.db.conn.execute(
-            "INSERT INTO tasks (task_id, spec, status, created_at, updated_at) VALUES (?, ?, 'queued', ?, ?)",
-            (task_id, dumps(spec), now, now),
+            "INSERT INTO tasks (task_id, spec, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+            (task_id, dumps(spec), Q.QUEUED, now, now),
         )
         return task_id
 
@@ -142,7 +144,7 @@ class TaskQueue:
 
     def queued(self) -> list[dict[str, Any]]:
         """The views of the queued tasks, oldest first."""
-        rows = self.db.all("SELECT * FROM tasks WHERE status = 'queued' ORDER BY position")
+        rows = self.db.all("SELECT * FROM tasks WHERE status = ? ORDER BY position", Q.QUEUED)
         reason = self.wait_reason()
         return [self._view(row, reason) for row in rows]
 
@@ -158,7 +160,7 @@ class TaskQueue:
                               " AND heartbeat IS NOT NULL AND last_heartbeat_at >= ?", since)
         if not devices:
             return None
-        running = self.db.all(SLOT_HOLDERS_SQL)
+        running = self.db.all(SLOT_HOLDERS_SQL, Q.RUNNING)
         held = Counter(row["device_id"] for row in running)
         for device in devices:
             beat = loads(device["heartbeat"]) or {}
@@ -186,7 +188,7 @@ class TaskQueue:
             "status": row["status"],
             "attempt": row["attempt"],
             "deviceId": row["device_id"],
-            "leaseExpiresAt": iso(row["lease_expires_at"]) if row["status"] == "running" else None,
+            "leaseExpiresAt": iso(row["lease_expires_at"]) if row["status"] == Q.RUNNING else None,
             "cancelRequested": bool(row["cancel_requested"]),
             "seq": row["seq"],
             "executionProgress": loads(row["card"]),
@@ -201,7 +203,7 @@ class TaskQueue:
             or spec.get("codexThreadRef"),
             "turnId": result.get("turnId") or live.get("turnId"),
             # Why it has not started (queued, not a steer, every slot held), else None.
-            "waitReason": wait_reason if row["status"] == "queued" and not spec.get("targetCodexTurnId") else None,
+            "waitReason": wait_reason if row["status"] == Q.QUEUED and not spec.get("targetCodexTurnId") else None,
             "task": spec,
         }
 
@@ -212,16 +214,18 @@ class TaskQueue:
         now = self.db.clock()
         claimed = []
         with self.db.transaction() as conn:
-            rows = conn.execute(STEER_CLAIM_SQL, (device_id,)).fetchall()
+            rows = conn.execute(STEER_CLAIM_SQL, {"queued": Q.QUEUED, "running": Q.RUNNING,
+                                                  "device": device_id}).fetchall()
             rows += conn.execute(
-                "SELECT * FROM tasks WHERE status = 'queued' AND json_extract(spec, '$.targetCodexTurnId')"
-                " IS NULL ORDER BY position LIMIT ?", (slots,)
+                "SELECT * FROM tasks WHERE status = ? AND json_extract(spec, '$.targetCodexTurnId')"
+                " IS NULL ORDER BY position LIMIT ?", (Q.QUEUED, slots)
             ).fetchall()
             for row in rows:
                 conn.execute(
-                    "UPDATE tasks SET status = 'running', device_id = ?, lease_expires_at = ?, claimed_at = ?,"
-                    " updated_at = ? WHERE task_id = ? AND status = 'queued'",
-                    (device_id, now + self.lease_s, now, now, row["task_id"]),
+                    "UPDATE tasks SET status = ?, device_id = ?, lease_expires_at = ?, claimed_at = ?,"
+                    " updated_at = ? WHERE task_id = ? AND status = ?",
+                    (QUEUE.check(row["status"], Q.RUNNING), device_id, now + self.lease_s, now, now,
+                     row["task_id"], Q.QUEUED),
                 )
                 claimed.append(self._wire_task(row))
         return claimed
@@ -234,28 +238,28 @@ class TaskQueue:
         row = self._row(task_id)
         if row["device_id"] != device_id:
             raise _not_owned("the task is not claimed by this device")
-        if row["status"] != "running":
+        if row["status"] != Q.RUNNING:
             raise _not_owned(f"the task is {row['status']}")
         return row
 
     def _renew(self, task_id: str) -> None:
         now = self.db.clock()
         self.db.conn.execute(
-            "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND status = 'running'",
-            (now + self.lease_s, task_id),
+            "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND status = ?",
+            (now + self.lease_s, task_id, Q.RUNNING),
         )
 
     def renew_leases(self, device_id: str, task_ids: list[str]) -> None:
         for task_id in task_ids:
             self.db.conn.execute(
-                "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND device_id = ? AND status = 'running'",
-                (self.db.clock() + self.lease_s, task_id, device_id),
+                "UPDATE tasks SET lease_expires_at = ? WHERE task_id = ? AND device_id = ? AND status = ?",
+                (self.db.clock() + self.lease_s, task_id, device_id, Q.RUNNING),
             )
 
     def cancel_ids(self, device_id: str) -> list[str]:
         rows = self.db.all(
-            "SELECT task_id FROM tasks WHERE device_id = ? AND status = 'running' AND cancel_requested = 1"
-            " ORDER BY position", device_id,
+            "SELECT task_id FROM tasks WHERE device_id = ? AND status = ? AND cancel_requested = 1"
+            " ORDER BY position", device_id, Q.RUNNING,
         )
         return [row["task_id"] for row in rows]
 
@@ -279,7 +283,7 @@ class TaskQueue:
             raise _not_owned("the task is not claimed by this device")
         if row["result"] is not None:
             return False
-        if row["status"] not in ("running", "abandoned"):
+        if not QUEUE.moves_to(row["status"], body["status"]):  # running or abandoned, to an end
             raise _not_owned(f"the task is {row['status']}")
         now = self.db.clock()
         card = body.get("executionProgress") or loads(row["card"])
@@ -297,27 +301,28 @@ class TaskQueue:
         """Cancel a queued task now, or ask its device to; return the new status."""
         row = self._row(task_id)
         now = self.db.clock()
-        if row["status"] == "queued":
+        if row["status"] == Q.QUEUED:
             self.db.conn.execute(
-                "UPDATE tasks SET status = 'cancelled', completed_at = ?, updated_at = ?"
-                " WHERE task_id = ? AND status = 'queued'", (now, now, task_id))
-            return "cancelled"
-        if row["status"] == "running":
+                "UPDATE tasks SET status = ?, completed_at = ?, updated_at = ?"
+                " WHERE task_id = ? AND status = ?",
+                (QUEUE.check(row["status"], Q.CANCELLED), now, now, task_id, Q.QUEUED))
+            return Q.CANCELLED
+        if row["status"] == Q.RUNNING:  # its device cancels it; the status follows its `complete`
             self.db.conn.execute(
                 "UPDATE tasks SET cancel_requested = 1, updated_at = ? WHERE task_id = ?", (now, task_id))
-            return "running"
+            return Q.RUNNING
         raise ControlPlaneError(409, "task_finished", f"the task is already {row['status']}")
 
     def retry(self, task_id: str) -> None:
         """Requeue an abandoned or failed task as a new attempt."""
         row = self._row(task_id)
-        if row["status"] not in RETRYABLE:
+        if row["status"] not in RETRYABLE:  # the table's moves to queued
             raise ControlPlaneError(409, "task_not_retryable", f"the task is {row['status']}")
         self.db.conn.execute(
-            "UPDATE tasks SET status = 'queued', attempt = attempt + 1, device_id = NULL,"
+            "UPDATE tasks SET status = ?, attempt = attempt + 1, device_id = NULL,"
             " lease_expires_at = NULL, cancel_requested = 0, seq = NULL, card = NULL, result = NULL,"
             " claimed_at = NULL, completed_at = NULL, updated_at = ? WHERE task_id = ?",
-            (self.db.clock(), task_id),
+            (Q.QUEUED, self.db.clock(), task_id),
         )
         self.approvals.archive(task_id)
 
@@ -330,12 +335,14 @@ class TaskQueue:
                 where, args = "lease_expires_at < ?", (now,)
             else:
                 where, args = "device_id = ?", (device_id,)
-            rows = conn.execute(f"SELECT task_id FROM tasks WHERE status = 'running' AND {where}", args).fetchall()
+            rows = conn.execute(f"SELECT task_id, status FROM tasks WHERE status = ? AND {where}",
+                                (Q.RUNNING, *args)).fetchall()
             ids = [row["task_id"] for row in rows]
-            for task_id in ids:
+            for row in rows:
                 conn.execute(
-                    "UPDATE tasks SET status = 'abandoned', completed_at = ?, updated_at = ?,"
-                    " lease_expires_at = NULL WHERE task_id = ?", (now, now, task_id))
+                    "UPDATE tasks SET status = ?, completed_at = ?, updated_at = ?,"
+                    " lease_expires_at = NULL WHERE task_id = ?",
+                    (QUEUE.check(row["status"], Q.ABANDONED), now, now, row["task_id"]))
         return ids
 
     # -- approvals (stored by ``Approvals``; here only who may touch them) ---------------
@@ -368,6 +375,6 @@ class TaskQueue:
     def decide(self, task_id: str, approval_id: str, decision: str | dict[str, Any]) -> None:
         status = self._row(task_id)["status"]
         current = self.approvals.get(task_id, approval_id)
-        if status != "running" and current["status"] == "pending":
+        if status != Q.RUNNING and current["status"] == "pending":
             raise ControlPlaneError(409, "task_finished", f"the task is {status}")
         self.approvals.decide(task_id, approval_id, decision)

@@ -41,7 +41,7 @@ from boss_agent.controlplane.origins import host_port
 from boss_agent.controlplane.phone_api import PHONE_DOOR_KEY, PhoneDoor
 from boss_agent.netaddr import address_is_loopback, parse_listen, public_origin
 from boss_agent.config import LocalSettings
-from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.process import InstanceLock
 from boss_agent.errors import AlreadyRunning, ConfigError, ControlPlaneError, StateError
 from boss_agent.identity import write_atomic
 

@@ -29,7 +29,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
@@ -43,7 +43,12 @@ from boss_agent.lifecycles import DaemonPhase
 from boss_agent.sources.gateway import keys
 
 if TYPE_CHECKING:
-    from boss_agent.daemon.runtime import Daemon
+    from boss_agent.appserver.client import AppServer
+    from boss_agent.config import Config
+    from boss_agent.daemon.process import ShutdownController
+    from boss_agent.sources.boss import BossSource
+    from boss_agent.sources.gateway import Gateway
+    from boss_agent.sources.inflight import RunRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,19 @@ SOURCES = ("boss", "gateway")
 STATUSES = ("completed", "failed", "cancelled")
 BACKENDS = ("app_server", "exec", "cua")
 READY = "serving"
+
+
+class Daemon(Protocol):
+    """What the metrics read from the daemon (``daemon.runtime.Daemon``), named here so
+    that this module, which the daemon imports, does not import the daemon back."""
+
+    config: Config
+    phase: DaemonPhase
+    shutdown: ShutdownController
+    app: AppServer | None
+    runs: RunRegistry | None
+    source: BossSource | None
+    gateway: Gateway | None
 
 
 def _closed(value: str | None, allowed: tuple[str, ...], other: str = "other") -> str:
@@ -189,7 +207,7 @@ class DaemonMetrics:
 
     async def _redis_facts(self) -> list[Metric]:
         gateway = self.daemon.gateway
-        if gateway is None or not gateway.status.get("connected"):
+        if gateway is None or not gateway.info.get("connected"):
             return []
         try:
             async with asyncio.timeout(REDIS_SCRAPE_TIMEOUT_S):

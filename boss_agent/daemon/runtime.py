@@ -10,13 +10,14 @@ systemd watchdog; then it signals readiness (``ready`` and ``READY=1``) and wait
 for a stop request. Both sources put their runs in one ``RunRegistry`` whose
 ``Slots`` hold ``max_concurrent_tasks``: the device never runs more than that.
 
-Shutdown follows uvicorn (``lifecycle.ShutdownController``) and is one loop over
+Shutdown follows uvicorn (``process.ShutdownController``) and is one loop over
 the sources and one registry: SIGTERM/SIGINT stops every source taking work (the
 Boss source also cancels at once the tasks that only wait on an approval);
 running tasks get ``grace_period_s`` to finish; then ``force_cancel`` sets every
 run's cancel event, Boss or gateway alike (the runner interrupts the turn on the
-app-server, ends its commands and reports ``cancelled``); runs that ignore it
-are cancelled outright and reported ``cancelled``. Then each source closes: the
+app-server, ends its commands and reports ``cancelled``); the registry cancels a
+runner that ignores it outright after its grace (``RunRegistry.cancel_grace_s``), and
+the run is reported ``cancelled``. Then each source closes: the
 Boss spool gets one bounded delivery attempt; the rest waits for the next start.
 
 Heartbeats never wait for discovery: the refresh loop writes ``self.discovery`` and
@@ -42,7 +43,7 @@ from boss_agent.netaddr import check_redis_url, check_server_url
 from boss_agent.errors import AppServerUnavailable, ConfigError, StateError
 from boss_agent.identity import Identity, ensure_state_dir, load_identity, local_device_id
 from boss_agent.lifecycles import DAEMON, DaemonPhase
-from boss_agent.daemon.lifecycle import (
+from boss_agent.daemon.process import (
     READY,
     STOPPING,
     InstanceLock,
@@ -72,7 +73,9 @@ STATE_WRITE_S = 5.0  # `boss-agent status` is at most this stale (written only o
 DISCOVERY_RETRY_S = 60.0  # after a failed discovery; the cache TTL paces successful ones
 SCRATCH_SWEEP_S = 24 * 3600.0  # how often empty, long-unused scratch dirs are removed
 SCRATCH_BUSY_RETRY_S = 3600.0  # the sweep waits for a moment with no task running
-CANCEL_GRACE_S = 10.0  # after the cancel events: how long the runner may take to interrupt
+# After the registry forced the runners that ignored the cancel (RunRegistry.cancel_grace_s),
+# how long their sources may take to report them before their asyncio tasks are cancelled.
+DRAIN_REPORT_S = 5.0
 SOURCE_READY_TIMEOUT_S = 15.0  # the gateway's lease + group set-up on a reachable Redis
 SHUTDOWN_REASON = "worker_shutdown"  # the cancel reason a run stopped by shutdown reports
 _NO_CAPS: dict[str, Any] = {
@@ -100,19 +103,6 @@ def check_codex_release(config: Config) -> None:
 def gateway_worker_id(device_id: str) -> str:
     """The default gateway worker id: the device id in the gateway's id alphabet."""
     return "boss-agent-" + re.sub(r"[^A-Za-z0-9_.-]", "-", device_id)[:100]
-
-
-def gateway_state(status: dict[str, Any]) -> dict[str, Any]:
-    """The gateway's part of the state file (flat: the file holds no nested objects)."""
-    counts = status.get("counts") or {}
-    return {
-        "gateway_worker_id": status["worker_id"], "gateway_connected": status["connected"],
-        "gateway_group": status.get("group"), "gateway_lease_ttl_s": status.get("lease_ttl_s"),
-        "gateway_pending": status.get("pending"), "gateway_poison": counts.get("poison", 0),
-        "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": status.get("threads"),
-        "gateway_resume_dropped": counts.get("resume_dropped", 0),
-        "gateway_projects": status.get("projects") or [],
-    }
 
 
 class Daemon:
@@ -210,22 +200,11 @@ class Daemon:
             "codex_transport": app.get("transport", self.config.codex.app_server_transport),
             "discovered_at": (self.discovery or {}).get("discoveredAt"),
         }
-        source = self.source
-        if source is not None:
-            last = source.heartbeat.last or {}
-            state.update({
-                "paired": source.paired, "unpaired": not source.paired,
-                "server_url": source.identity.server_url, "device_id": source.identity.device_id,
-                "running_task_ids": source.runs.running_ids(),
-                "spooled_reports": len(source.spool),
-                "spool_degraded": source.spool_degraded,
-                "spool_refused": source.flusher.status(),
-                "last_heartbeat_at": last.get("at"),
-                "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
-            })
+        for supervisor in self.supervisors:  # each source's own keys (TaskSource.status)
+            if supervisor.current is not None:
+                state.update(supervisor.current.status())
         if self.gateway is not None:
-            state.update(gateway_state(self.gateway.status))
-            state.setdefault("device_id", self.device_id)
+            state.setdefault("device_id", self.device_id)  # a gateway-only device's local id
         return state
 
     def write_state(self, *, force: bool = True) -> None:
@@ -428,12 +407,14 @@ class Daemon:
         self.write_state()
         await race(runs.wait_idle(), self.shutdown.force_cancel.wait())
         if len(runs):
-            runs.cancel_all(SHUTDOWN_REASON)  # each runner interrupts its turn: `cancelled`
+            # Each runner interrupts its turn (`cancelled`); the registry forces one that
+            # ignores the cancel after its grace (`cancel_forced`), Boss and gateway alike.
+            runs.cancel_all(SHUTDOWN_REASON)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(CANCEL_GRACE_S):
+                async with asyncio.timeout(runs.cancel_grace_s + DRAIN_REPORT_S):
                     await runs.wait_idle()
         if len(runs):
-            runs.abort()  # the runner ignored the cancel: its source reports `cancelled`
+            runs.abort()  # a source still reporting: it reports `cancelled` on its way out
             await runs.wait_idle()
         for source in sources:
             await source.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent.errors import StateError
-from boss_agent.daemon.lifecycle import lock_holder
+from boss_agent.daemon.process import lock_holder
 from boss_agent.redact import mask_secrets
 from boss_agent.timefmt import utc_now
 

@@ -258,7 +258,7 @@ def write_codex_home(home: Path, base_url: str, *, model: str = "gpt-5.5",
     """Write ``home/config.toml`` pointing codex at ``base_url``; return ``home``.
 
     ``gpt-5.5`` gives the plain tool surface (exec_command, apply_patch, update_plan);
-    retries are off so failures are deterministic (facts §0). ``shell_snapshot`` is
+    retries are off so failures are deterministic. ``shell_snapshot`` is
     off: codex snapshots a login shell for every new thread, and on a machine whose
     profile runs ``pyenv init`` each snapshot starts a rehash that outlives codex and,
     when killed, leaves pyenv's lock behind for every later login shell (60 s each).

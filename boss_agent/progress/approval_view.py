@@ -35,7 +35,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from boss_agent.progress.tool_identity import tool_identity
 from boss_agent.jsonshape import mapping
@@ -46,7 +46,9 @@ FILE_CHANGE = "item/fileChange/requestApproval"
 PERMISSIONS = "item/permissions/requestApproval"
 USER_INPUT = "item/tool/requestUserInput"
 ELICITATION = "mcpServer/elicitation/request"
-KIND_OF = {
+ApprovalKind = Literal["command", "fileChange", "permissions", "userInput", "elicitation", "tool"]
+Risk = Literal["low", "medium", "high"]
+KIND_OF: dict[str, ApprovalKind] = {
     COMMAND: "command",
     "execCommandApproval": "command",  # v1 shape, still in ServerRequest
     FILE_CHANGE: "fileChange",
@@ -75,9 +77,9 @@ _CHANGE_KIND = {"add": "add", "delete": "delete", "update": "modify"}
 class ApprovalView:
     """One request as every surface shows it (all strings already sanitized)."""
 
-    kind: str
+    kind: ApprovalKind
     summary: str
-    risk: str
+    risk: Risk
     detail: dict[str, Any] | None = None
     # The other fields of §6 by kind: reason, permissions (short facts), message, mode,
     # schema, url.
@@ -243,7 +245,7 @@ def _network_requested(params: Mapping[str, Any]) -> bool:
 
 
 def _command(params: Mapping[str, Any], workdir: str | None, sandbox: str | None,
-             home: str | None) -> tuple[str, str, dict[str, Any]]:
+             home: str | None) -> tuple[str, Risk, dict[str, Any]]:
     raw = params.get("command")
     command = raw if isinstance(raw, (str, list)) else ""
     text = command if isinstance(command, str) else shlex.join(str(w) for w in command)
@@ -259,6 +261,7 @@ def _command(params: Mapping[str, Any], workdir: str | None, sandbox: str | None
     parsed = parse(command)
     if truncated:
         detail["truncated"] = True
+    risk: Risk
     if truncated or escalated or cwd_outside:
         risk = "high"
     elif parsed.simple and not network:  # in the sandbox (extra permissions at most), offline
@@ -289,7 +292,7 @@ def _change_kind(kind: Any) -> str:
 
 
 def _file_change(params: Mapping[str, Any], item: Mapping[str, Any] | None, workdir: str | None,
-                 home: str | None) -> tuple[str, str, dict[str, Any]]:
+                 home: str | None) -> tuple[str, Risk, dict[str, Any]]:
     changes = list((item or {}).get("changes") or ())
     v1 = params.get("fileChanges")  # the v1 shape names its files itself
     if not changes and isinstance(v1, Mapping):
@@ -311,7 +314,7 @@ def _file_change(params: Mapping[str, Any], item: Mapping[str, Any] | None, work
         detail["grantRoot"], _ = shown_path(grant_root, workdir, home=home)
     unknown = not files  # the item never named its files: nothing says they are inside
     outside = unknown or bool(grant_root) or any(f["outsideWorkspace"] for f in files)
-    risk = "high" if outside or detail.get("truncated") else "medium"
+    risk: Risk = "high" if outside or detail.get("truncated") else "medium"
     summary = _names_label("Edit", "file", [str(f["path"]) for f in files]) if files else "Edit files (not named)"
     if len(files) == 1:
         summary = f"Edit 1 file: {files[0]['path']}"
@@ -337,7 +340,7 @@ def _fs_path(entry: Any, cwd: str | None, workdir: str | None, home: str | None)
 
 
 def _permissions(params: Mapping[str, Any], workdir: str | None,
-                 home: str | None) -> tuple[str, str, dict[str, Any], list[str]]:
+                 home: str | None) -> tuple[str, Risk, dict[str, Any], list[str]]:
     asked = mapping(params.get("permissions"))
     cwd = params.get("cwd") if isinstance(params.get("cwd"), str) else workdir
     fs = mapping(asked.get("fileSystem"))
@@ -358,12 +361,12 @@ def _permissions(params: Mapping[str, Any], workdir: str | None,
         f"{mode} {n} path{'' if n == 1 else 's'}" for mode in ("write", "read", "deny")
         if (n := sum(1 for p in listed if p["access"] == mode))]
     outside = any(p["outsideWorkspace"] for p in listed)
-    risk = "high" if outside or detail.get("truncated") else "medium"
+    risk: Risk = "high" if outside or detail.get("truncated") else "medium"
     return "Grant extra permissions" + (f": {', '.join(parts)}" if parts else ""), risk, detail, facts
 
 
 def _tool(params: Mapping[str, Any], item: Mapping[str, Any] | None,
-          home: str | None) -> tuple[str, str, dict[str, Any]]:
+          home: str | None) -> tuple[str, Risk, dict[str, Any]]:
     meta = mapping(params.get("_meta"))
     server = str(params.get("serverName") or mapping(item).get("server") or "?")
     # codex before 0.169 names the tool only in its message (progress/tool_identity.py).
@@ -376,7 +379,7 @@ def _tool(params: Mapping[str, Any], item: Mapping[str, Any] | None,
         detail = {**detail, "arguments": text, "truncated": True}
     hints = mapping(meta.get("tool_annotations"))
     # An MCP server runs outside codex's sandbox: high, unless the tool says it only reads.
-    risk = "medium" if hints.get("readOnlyHint") and not hints.get("destructiveHint") \
+    risk: Risk = "medium" if hints.get("readOnlyHint") and not hints.get("destructiveHint") \
         and not detail.get("truncated") else "high"
     summary = f"Use the {sanitize_text(server, limit=60)} tool {sanitize_text(tool, limit=80)}"
     return summary, risk, detail

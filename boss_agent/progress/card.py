@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
+from boss_agent.errors import UnknownCardField
 from boss_agent.lifecycles import TASK, TERMINAL
 from boss_agent.progress.answer import PREVIEW_CONTEXT, clean_answer
 from boss_agent.progress.bounds import CARD_BUDGET_BYTES, COUNTED, fit_wire, wire_size
@@ -278,7 +279,12 @@ class Card:
         return self.evolve(**changes)
 
     def evolve(self, **changes: Any) -> Card:
-        """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message."""
+        """A copy with ``changes``; much cheaper than ``dataclasses.replace`` per message.
+
+        A field the card does not have raises ``UnknownCardField`` (a typo would
+        otherwise be stored, never serialized, and go unnoticed)."""
+        if not _FIELD_NAMES.issuperset(changes):
+            raise UnknownCardField(sorted(set(changes) - _FIELD_NAMES))
         if "status" in changes and changes["status"] != self.status:
             TASK.check(self.status, changes["status"])  # an impossible card is a bug: raise
         # A copy of the state dict handed over whole: half the cost of filling the new
@@ -336,6 +342,9 @@ class Card:
 
     def __repr__(self) -> str:
         return "Card(" + json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + ")"
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(Card))  # what ``evolve`` may set
 
 
 def size_bound(card: Card) -> int:

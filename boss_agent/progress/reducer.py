@@ -6,7 +6,7 @@ message from ``codex app-server`` and the runner's own ``boss/*`` lifecycle even
 ``NOTIFICATIONS`` and ``REQUESTS`` name every method of codex's ``ServerNotification``
 and ``ServerRequest`` lists (0.171.0); ``ITEMS`` (items.py) names every ThreadItem
 type. Each entry is a handler or ``None`` (deliberately ignored), with the reason.
-``tests/test_protocol_snapshot.py`` fails when the committed schema grows a method the
+``tests/peers/codex/test_protocol_snapshot.py`` fails when the committed schema grows a method the
 tables do not classify. At run time a method nobody knows (a newer codex) is ignored
 and counted in ``card.ignored_count``, never an error.
 
@@ -297,7 +297,11 @@ def reduce(card: Card, message: dict[str, Any]) -> Card:
         return card  # a response to one of our requests: nothing for the card
     try:
         return _dispatch(card, method, message, params)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+    except AttributeError as exc:
+        if isinstance(exc.obj, Card):
+            raise  # a misspelt card field in our own handler: a bug, loudly
+        return _unknown(card, None)  # a shape codex did not promise (see below)
+    except (TypeError, ValueError, KeyError, IndexError):
         # A shape codex did not promise: that one message is dropped, never the card.
         return _unknown(card, None)
     except IllegalTransition:

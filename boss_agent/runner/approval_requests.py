@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent import metrics
 from boss_agent.progress.approval_view import (
@@ -35,6 +35,9 @@ from boss_agent.progress.approval_view import (
 )
 from boss_agent.runner.feed import CardFeed
 from boss_agent.tasks import ApprovalRequest, TaskSink
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.routing import ServerRequest
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +139,7 @@ class Approvals:
         self._waiting: dict[object, asyncio.Task[None]] = {}  # codex request id -> its wait
         self._stop_reason: dict[object, str] = {}  # why a wait was cancelled (withdraw reason)
 
-    def start(self, tg: asyncio.TaskGroup, request: Any) -> None:
+    def start(self, tg: asyncio.TaskGroup, request: ServerRequest) -> None:
         """Take one server request; the wait runs in ``tg`` beside the notification loop."""
         params = request.params if isinstance(request.params, dict) else {}
         aid = approval_id(self.task_id, self.attempt, getattr(request, "connection", ""), request.id)
@@ -157,7 +160,7 @@ class Approvals:
         for request_id in list(self._waiting):
             self.resolved(request_id, reason)
 
-    async def _handle(self, request: Any, params: dict[str, Any], aid: str) -> None:
+    async def _handle(self, request: ServerRequest, params: dict[str, Any], aid: str) -> None:
         item_id = params.get("itemId") or params.get("callId")
         view = describe(request.method, params, self.workdir, sandbox=self.sandbox,
                         item=self.items.get(item_id) if isinstance(item_id, str) else None)
@@ -194,7 +197,7 @@ class Approvals:
         offered = (() if method == USER_INPUT else ELICITATION_DECISIONS
                    if method == ELICITATION else _decisions(params))
         ask = ApprovalRequest(
-            approval_id=aid, kind=view.kind, summary=view.summary, risk=view.risk,  # type: ignore[arg-type]
+            approval_id=aid, kind=view.kind, summary=view.summary, risk=view.risk,
             available_decisions=available_decisions(view, offered) if offered else (),
             questions=view.questions, details=view.extras, detail=view.detail,
         )

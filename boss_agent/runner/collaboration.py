@@ -9,10 +9,13 @@ nothing the source thread was told in confidence reaches the target thread.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent.errors import AppServerError, TaskFailed
 from boss_agent.redact import sanitize_text
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.contract import Client
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +68,7 @@ def inject_items(summary: str) -> list[dict[str, Any]]:
     ]
 
 
-async def read_source(client: Any, thread_id: str) -> list[dict[str, Any]]:
+async def read_source(client: Client, thread_id: str) -> list[dict[str, Any]]:
     try:
         # Newest first, one page: the thread's latest answers; reversed back into turn order.
         listing = await client.thread_items_list(thread_id, limit=ITEMS_PAGE_LIMIT, sortDirection="desc")

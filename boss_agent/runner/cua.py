@@ -22,10 +22,13 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boss_agent.errors import AppServerError
 from boss_agent.runner.helper_cmd import run_probe
+
+if TYPE_CHECKING:
+    from boss_agent.appserver.contract import Client
 
 logger = logging.getLogger(__name__)
 
@@ -119,12 +122,12 @@ def _toml(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
-async def codex_has_computer_use(client: Any) -> bool:
+async def codex_has_computer_use(client: Client) -> bool:
     """Does the installed Codex really offer computer use itself?"""
     return await codex_computer_use_plugin(client) is not None
 
 
-async def codex_computer_use_plugin(client: Any) -> str | None:
+async def codex_computer_use_plugin(client: Client) -> str | None:
     """The id of the computer-use plugin the installed Codex offers, or None.
 
     The ``computer_use`` feature flag alone is not enough: 0.171 reports it enabled by
@@ -149,7 +152,7 @@ async def codex_computer_use_plugin(client: Any) -> str | None:
     return None
 
 
-async def plugin_start_error(client: Any, plugin_id: str) -> str | None:
+async def plugin_start_error(client: Client, plugin_id: str) -> str | None:
     """Why the plugin's MCP servers fail to start, or None when they start (or it has none).
 
     ``mcpServerStatus/list`` starts every configured server (plugins' included) and

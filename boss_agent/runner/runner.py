@@ -39,8 +39,7 @@ from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
 
 if TYPE_CHECKING:
-    from boss_agent.appserver.client import AppServer
-    from boss_agent.appserver.methods import AppServerClient
+    from boss_agent.appserver.contract import Client, Supervisor
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ APP_SERVER_ATTEMPTS = 2
 class Runner:
     """Implements ``boss_agent.tasks.TaskRunner``."""
 
-    def __init__(self, config: Config, app: AppServer, *, codex_home: Path | None = None,
+    def __init__(self, config: Config, app: Supervisor, *, codex_home: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.config = config
         self.app = app
@@ -119,7 +118,7 @@ class Runner:
         return self.capabilities
 
     def _app_server_pid(self) -> int | None:
-        return getattr(self.app, "child_pid", None)
+        return self.app.child_pid
 
     # ---------------------------------------------------------------- paths
 
@@ -196,7 +195,7 @@ class Runner:
             raise TaskFailed(f"computer use is not available: {reason}", "computer_use_unavailable")
         return binary
 
-    async def _cua_turn(self, ctx: RunContext, client: Any) -> TaskResult:
+    async def _cua_turn(self, ctx: RunContext, client: Client) -> TaskResult:
         binary = await self._cua_driver()
         await ctx.feed.event("backend", backend="cua")
         try:
@@ -236,7 +235,7 @@ class Runner:
             raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
         return await self._exec(ctx)
 
-    async def _restarted_client(self, ctx: RunContext) -> AppServerClient:
+    async def _restarted_client(self, ctx: RunContext) -> Client:
         """The client of the restarted app-server (``AppServer.client`` waits for the
         restart in progress, bounded); a cancel ends the wait."""
         client, _ = await race(self.app.client(), ctx.cancel.wait())

@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from boss_agent.appserver.routing import Notification, ThreadListener
+from boss_agent.appserver.routing import Notification, ServerRequest, ThreadListener
 from boss_agent.errors import (
     AppServerError,
     RpcError,
@@ -41,7 +41,7 @@ from boss_agent.tasks import Status
 
 if TYPE_CHECKING:
     from boss_agent.appserver.protocol import McpServerStartupState, ThreadItem, Turn
-    from boss_agent.appserver.methods import AppServerClient
+    from boss_agent.appserver.contract import Client
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,7 +79,7 @@ def _known(value: str | None, what: str) -> str:
 
 
 class AppServerTurn:
-    def __init__(self, ctx: RunContext, client: AppServerClient) -> None:
+    def __init__(self, ctx: RunContext, client: Client) -> None:
         self.ctx = ctx
         self.client = client
         self.turn_sent = False
@@ -301,7 +301,7 @@ class AppServerTurn:
                     return turn
         return None
 
-    async def _server_request(self, request: Any, tg: asyncio.TaskGroup, approvals: Approvals,
+    async def _server_request(self, request: ServerRequest, tg: asyncio.TaskGroup, approvals: Approvals,
                               answer_approvals: bool) -> None:
         await self.ctx.feed.feed({"id": request.id, "method": request.method, "params": request.params})
         if request.method in APPROVAL_METHODS:

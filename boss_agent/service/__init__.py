@@ -6,7 +6,7 @@
 
 The typer commands (``boss-agent service …``, ``logs``) live in ``boss_agent.cli.service``
 and ``boss_agent.cli.logview``. The daemon's own lifecycle (lock, sd_notify, watchdog, signals) is in
-``boss_agent.daemon.lifecycle``; its status file in ``boss_agent.daemon.statefile``.
+``boss_agent.daemon.process``; its status file in ``boss_agent.daemon.statefile``.
 """
 
 from boss_agent.service.manager import (

@@ -13,8 +13,11 @@ control plane over HTTP (``sources.boss``) and the Redis Streams gateway
   cancel for a running one still works. The daemon then cancels the registry's runs
   (every turn is interrupted on the app-server and ends ``cancelled``).
 * ``close()`` runs once after the drain: deliver what is still pending, bounded.
+* ``status()`` is the source's part of the state file that ``boss-agent status`` reads:
+  flat keys of ``daemon.statefile.STATE_KEYS``, never a secret. The daemon merges the
+  sources' parts and knows none of their keys.
 
-A fleet's ``ThreadRegistry`` (the gateway's ``Fleet``) is where the device publishes
+A fleet's ``FleetThreads`` (the gateway's ``Fleet``) is where the device publishes
 the Codex threads it holds, whichever source started them; the ``RunRegistry`` relays
 a source's threads to it while a gateway is up.
 """
@@ -22,7 +25,7 @@ a source's threads to it while a gateway is up.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TaskSource(Protocol):
@@ -37,8 +40,11 @@ class TaskSource(Protocol):
     async def close(self) -> None:
         """After the drain: a bounded last delivery of results; release resources."""
 
+    def status(self) -> dict[str, Any]:
+        """This source's keys of the state file (``statefile.STATE_KEYS``)."""
 
-class ThreadRegistry(Protocol):
+
+class FleetThreads(Protocol):
     async def turn_started(self, thread_ref: str, turn_id: str) -> None:
         """This device holds ``thread_ref``, and ``turn_id`` runs on it now."""
 

@@ -9,10 +9,14 @@ event (the runner's only stop signal: it interrupts the turn and returns
 
 Ordering the registry takes care of:
 
-* **Starting.** A source may need a while between reading a task and having a run
-  for it (the gateway checks its execution record first). ``begin`` marks the id as
-  starting; a cancel that arrives meanwhile is kept and applied by ``register``, so it
-  is never lost to the gap; ``abandon`` forgets both when no run comes of it.
+* **Admission.** ``async with registry.admit(source, task_id, steer=...)`` is the one
+  way a task takes a device slot and gives it back. ``admit`` itself (no await) marks
+  the task *starting*: a cancel reaches it from then on, a second copy is refused
+  (``knows``), and a task that is not a steer takes a free slot at once when there is
+  one. Inside the block ``slot()`` waits in line for one (a cancel ends the wait; a
+  steer joins a turn that already holds a slot and takes none) and ``register()`` makes
+  it a run in flight (the drain, ``ids`` and ``count`` see it). Leaving the block, on
+  every path, takes the task out of the registry and hands its slot back.
 * **Slots.** A run suspended on a user's approval hands its slot back (``hand_back``)
   and waits in line for one when it resumes (``take_back``); otherwise a device whose
   slots all wait for users could never read the answers that would free them.
@@ -39,6 +43,11 @@ Ordering the registry takes care of:
 * **The runner-raised guard.** ``call_runner`` turns an exception from the runner
   (which promises not to raise) into a ``failed`` ``internal_error`` result, so one
   task fails and neither its source nor the daemon does.
+* **Force after grace.** Once a run's cancel is set, ``call_runner`` gives the runner
+  ``cancel_grace_s`` to interrupt its turn and return (no time at all with a forced
+  cancel); then it cancels the runner outright and the task ends ``cancelled`` with
+  ``cancel_forced``, whichever source it came from and whoever cancelled it (the user,
+  the source, or the daemon's drain).
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from types import TracebackType
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +66,7 @@ from boss_agent.aio import race
 from boss_agent.progress.card import new_card
 from boss_agent.progress.reducer import reduce
 from boss_agent.redact import sanitize_text
-from boss_agent.sources.contract import ThreadRegistry
+from boss_agent.sources.contract import FleetThreads
 from boss_agent.sources.slots import Slots
 from boss_agent.tasks import Task, TaskResult, TaskRunner, TaskSink
 from boss_agent.timefmt import utc_iso
@@ -71,6 +81,10 @@ PUBLISH_TIMEOUT_S = 10.0  # one thread publication to the fleet (Redis down: giv
 # sets the approval timeout (codex.approval_timeout_s), the config's own default.
 THREAD_WAIT_S = 600.0
 THREAD_BUSY = "thread_busy"
+# After a cancel, a runner has this long to interrupt its turn (codex answers turn/interrupt
+# within a second) before it is cancelled outright; the daemon's stop budget counts it.
+CANCEL_GRACE_S = 10.0
+CANCEL_FORCED = "cancel_forced"
 
 Key = tuple[str, str]  # (source name, task id): ids of different sources never collide
 
@@ -84,8 +98,9 @@ class Run:
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     force: asyncio.Event = field(default_factory=asyncio.Event)  # stop now, no grace
     reason: str = ""
+    steer: bool = False  # joins a running turn: it takes no slot and holds no thread
     holds_slot: bool = False
-    suspended: bool = False
+    forced: bool = False  # the grace ran out and the runner was cancelled outright
     task: asyncio.Task[Any] | None = None  # the asyncio task running it, for ``abort``
     owner: Any = None  # the source's own object for this run (the gateway's Execution)
     # The thread refs this run holds (its task's ref, then the id its turn started on),
@@ -109,17 +124,18 @@ class Run:
 class RunRegistry:
     """The device's runs in flight, its slot budget, and the early cancels."""
 
-    def __init__(self, slots: Slots, thread_wait_s: float = THREAD_WAIT_S) -> None:
+    def __init__(self, slots: Slots, thread_wait_s: float = THREAD_WAIT_S,
+                 cancel_grace_s: float = CANCEL_GRACE_S) -> None:
         self.slots = slots
         self.thread_wait_s = thread_wait_s
+        self.cancel_grace_s = cancel_grace_s
         self._thread_freed = asyncio.Event()  # a run gave its threads up
         self._runs: dict[Key, Run] = {}
-        self._starting: set[Key] = set()
-        self._early: dict[Key, tuple[str, bool]] = {}
+        self._starting: dict[Key, Run] = {}  # admitted, not yet registered
         self.changed = asyncio.Event()  # a run ended or a slot was handed back
         self._idle = asyncio.Event()
         self._idle.set()
-        self.threads: ThreadRegistry | None = None  # the gateway's fleet, while it is up
+        self.threads: FleetThreads | None = None  # the gateway's fleet, while it is up
         self._published: asyncio.Future[None] | None = None  # the last publication queued
 
     def __repr__(self) -> str:
@@ -146,6 +162,12 @@ class RunRegistry:
         """Runs of ``source`` waiting for their thread's running turn (they hold no slot)."""
         return sum(1 for run in self._runs.values() if run.source == source and run.waiting)
 
+    def turns(self, source: str) -> int:
+        """Runs of ``source`` that hold or wait for a slot: turns a steer could join (a
+        steer holds none, nor does a run waiting for its thread's running turn)."""
+        return sum(1 for run in self._runs.values()
+                   if run.source == source and not run.steer and not run.waiting)
+
     def holder(self, thread_ref: str, besides: Run | None = None) -> Run | None:
         """The run (other than ``besides``) holding ``thread_ref``, if any."""
         for run in self._runs.values():
@@ -153,33 +175,37 @@ class RunRegistry:
                 return run
         return None
 
-    def is_starting(self, source: str, task_id: str) -> bool:
-        return (source, task_id) in self._starting
+    def knows(self, source: str, task_id: str) -> bool:
+        """The task is starting or running here (a second copy must not run)."""
+        return (source, task_id) in self._starting or (source, task_id) in self._runs
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ admission
 
-    def begin(self, source: str, task_id: str) -> None:
-        """The source read this task and is deciding whether to run it."""
-        self._starting.add((source, task_id))
+    def admit(self, source: str, task_id: str, *, steer: bool = False, owner: Any = None) -> Admission:
+        """The task is starting: see ``Admission``; use it in ``async with``."""
+        if self.knows(source, task_id):
+            raise ValueError(f"{source} task {task_id} is already here")
+        run = Run(source, task_id, steer=steer, owner=owner)
+        self._starting[run.key] = run
+        if not steer and self.slots.try_acquire():
+            run.holds_slot = True
+        return Admission(self, run)
 
-    def abandon(self, source: str, task_id: str) -> None:
-        """No run comes of a ``begin``: forget it and any cancel that waited for it."""
-        self._starting.discard((source, task_id))
-        self._early.pop((source, task_id), None)
-
-    def register(self, run: Run) -> Run:
-        """Track ``run``; a cancel that arrived while it was starting applies now."""
-        if run.key in self._runs:
-            raise ValueError(f"{run.source} task {run.task_id} is already running")
+    def _register(self, run: Run) -> None:
+        del self._starting[run.key]
         self._runs[run.key] = run
         self._idle.clear()
-        self._starting.discard(run.key)
-        if early := self._early.pop(run.key, None):
-            run.request_cancel(*early)
-        return run
+
+    def _leave(self, run: Run) -> None:  # idempotent: the block's end, then its task's
+        if self._starting.get(run.key) is run:
+            del self._starting[run.key]
+            self.hand_back(run)
+        elif self._runs.get(run.key) is run:
+            self.finish(run)
 
     def finish(self, run: Run) -> None:
-        """``run`` ended (any way at all): give its slot back and forget it."""
+        """``run`` ended (any way at all): give its slot back and forget it (the end of
+        ``async with admit``, and of a run a test registered by hand)."""
         self.hand_back(run)
         self._release_threads(run)
         if self._runs.get(run.key) is run:
@@ -203,19 +229,27 @@ class RunRegistry:
             await self.slots.acquire()
             run.holds_slot = True
 
+    async def _slot_or_cancel(self, run: Run) -> bool:
+        """Wait in line for a slot for ``run``; False when it is cancelled first."""
+        if run.holds_slot:
+            return True
+        if run.cancel.is_set():
+            return False
+        await race(self.take_back(run), run.cancel.wait())
+        # Both may finish in the same step: a slot it was handed is its own, given back at the end.
+        return run.holds_slot
+
     # ------------------------------------------------------------------ cancel
 
     def cancel(self, source: str, task_id: str, reason: str = "", force: bool = False) -> bool:
-        """Cancel a run, or remember the cancel for one that is starting. False: unknown."""
+        """Cancel a run, or one that is starting (it sees the cancel when it runs). False: unknown."""
         key = (source, task_id)
-        if run := self._runs.get(key):
-            logger.info("cancelling %s task %s", source, task_id)
-            run.request_cancel(reason, force)
-            return True
-        if key in self._starting:
-            self._early[key] = (reason, force)
-            return True
-        return False
+        run = self._runs.get(key) or self._starting.get(key)
+        if run is None:
+            return False
+        logger.info("cancelling %s task %s", source, task_id)
+        run.request_cancel(reason, force)
+        return True
 
     def cancel_all(self, reason: str) -> None:
         """Shutdown: every runner interrupts its turn and reports ``cancelled``."""
@@ -228,8 +262,14 @@ class RunRegistry:
             if run.task is not None:
                 run.task.cancel()
 
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
+    async def wait_idle(self, source: str | None = None) -> None:
+        """Until no run is left (of ``source`` only, when given)."""
+        if source is None:
+            await self._idle.wait()
+            return
+        while self.count(source):
+            self.changed.clear()
+            await self.changed.wait()
 
     async def wind_down(self, source: str, reason: str, timeout_s: float) -> None:
         """``source`` failed: cancel its runs and give them ``timeout_s`` to end."""
@@ -238,9 +278,7 @@ class RunRegistry:
                 run.request_cancel(reason)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                while self.count(source):
-                    self.changed.clear()
-                    await self.changed.wait()
+                await self.wait_idle(source)
 
     # ------------------------------------------------------------------ the fleet
 
@@ -253,7 +291,7 @@ class RunRegistry:
         if thread_ref or turn_id:
             self._publish(lambda threads: threads.task_ended(thread_ref, turn_id))
 
-    def _publish(self, call: Callable[[ThreadRegistry], Awaitable[None]]) -> None:
+    def _publish(self, call: Callable[[FleetThreads], Awaitable[None]]) -> None:
         threads = self.threads
         if threads is None:
             return
@@ -314,18 +352,17 @@ class RunRegistry:
         if run.cancel.is_set():
             return _cancelled_waiting(thread)
         run.threads.add(thread)  # before any await: a task behind this one keeps waiting
-        if had_slot:
-            slot, _ = await race(self.take_back(run), run.cancel.wait())
-            if slot.cancelled() or not run.holds_slot:
-                return _cancelled_waiting(thread)
+        if had_slot and not await self._slot_or_cancel(run):
+            return _cancelled_waiting(thread)
         return None
 
     # ------------------------------------------------------------------ the runner
 
     async def call_runner(self, run: Run, runner: TaskRunner, task: Task, sink: TaskSink, *,
                           agent_type: str | None = None) -> TaskResult:
-        """``runner.run`` once ``task`` holds its thread (one run per thread), with an
-        exception from the runner turned into a ``failed`` result.
+        """``runner.run`` once ``task`` holds its thread (one run per thread), forced after
+        the grace once cancelled, with an exception from the runner turned into a
+        ``failed`` result.
 
         Both sources run every task through here, so this is where tasks are counted
         and timed (``metrics``): a run cut off by shutdown counts as ``cancelled``.
@@ -334,12 +371,12 @@ class RunRegistry:
         result = TaskResult(status="cancelled", error_code="agent_shutdown")
         metrics.task_started(run.source, agent_type)
         try:
-            if not task.target_turn_id:  # a steer joins the running turn
+            if not run.steer:  # a steer joins the running turn
                 refused = await self._admit(run, task, sink)
                 if refused is not None:
                     result = refused
                     return result
-            result = await runner.run(task, sink, run.cancel)
+            result = await self._forced_after_grace(run, runner.run(task, sink, run.cancel))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the runner promises not to raise; one task fails, not the daemon
@@ -351,6 +388,84 @@ class RunRegistry:
             metrics.task_finished(run.source, result.status, result.backend, result.error_code,
                                   time.monotonic() - started, agent_type)
         return result
+
+
+    async def _forced_after_grace(self, run: Run, work: Awaitable[TaskResult]) -> TaskResult:
+        """``work``, cancelled outright once ``run`` has been cancelled for the grace."""
+        job = asyncio.ensure_future(work)
+        guard = asyncio.ensure_future(self._force(run, job))
+        try:
+            return await job
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not run.forced or (current is not None and current.cancelling()):
+                raise  # a shutdown's abort, or our own caller's cancel: not ours to swallow
+            logger.warning("%s task %s: the runner ignored the cancel; cancelled outright",
+                           run.source, run.task_id)
+            return TaskResult("cancelled", error_code=CANCEL_FORCED,
+                              error_message="the runner did not stop within the grace period")
+        finally:
+            guard.cancel()
+            job.cancel()  # our caller was cancelled: the runner goes with it
+
+    async def _force(self, run: Run, job: asyncio.Future[TaskResult]) -> None:
+        await run.cancel.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.cancel_grace_s):
+                await run.force.wait()
+        if not job.done():
+            run.forced = True
+            job.cancel()
+
+
+class Admission:
+    """One task's hold on the device, from the moment its source takes it until it ends.
+
+    Made by ``RunRegistry.admit`` and used as ``async with``: whatever happens inside
+    (the source decides not to run it, the runner returns, the task is cancelled or
+    its source fails), leaving the block takes the task out of the registry and hands
+    its slot back. A steer never takes one: it joins a turn that already holds a slot,
+    and waiting for another would deadlock a busy device until the very turn it steers
+    ends.
+    """
+
+    def __init__(self, registry: RunRegistry, run: Run) -> None:
+        self.registry = registry
+        self.run = run
+
+    def __repr__(self) -> str:
+        return f"Admission({self.run.source} {self.run.task_id}, slot={self.run.holds_slot})"
+
+    @property
+    def ready(self) -> bool:
+        """It may run now: it holds a slot, or it is a steer and needs none."""
+        return self.run.holds_slot or self.run.steer
+
+    async def slot(self) -> bool:
+        """Wait in line for a slot unless ``ready``; False when cancelled first."""
+        return self.ready or await self.registry._slot_or_cancel(self.run)
+
+    def register(self) -> Run:
+        """It runs: the drain, ``ids`` and ``count`` see it (a cancel already did)."""
+        self.registry._register(self.run)
+        return self.run
+
+    def start_in(self, tg: asyncio.TaskGroup, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` (which enters this admission) as the run's task in ``tg``.
+
+        Leaving is also tied to the task's end: a task cancelled before its first step
+        never enters ``async with`` (its source failed right after taking the task), and
+        its admission would otherwise stay in the registry, holding its slot and its id.
+        """
+        self.run.task = tg.create_task(work, name=name)
+        self.run.task.add_done_callback(lambda _: self.registry._leave(self.run))
+
+    async def __aenter__(self) -> Admission:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.registry._leave(self.run)
 
 
 def thread_of(task: Task) -> str | None:

@@ -5,7 +5,8 @@ millisecond tests (tests/unit/test_runner_control_flow.py) are only as true as i
 Each scenario here runs twice through the real ``Runner``: once on the fake (a turn
 script) and once on the real codex binary driven by the scripted model (model
 responses that make codex do the same thing). What the runner reports (status, error
-code, approval statuses, answer) must be the same on both.
+code, approval statuses, answer) must be the same on both. A steer needs two tasks on
+one turn, so it has a test of its own over the same two peers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from boss_agent.tasks import ApprovalRequest, Task
 from tests.support.appserver_memory import FakeTurn, MemoryAppServer, Script
 from tests.support.approvals import ParentAndChild
 from tests.support.runner import WAIT_S, Sink, module_env
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.asyncio
 
@@ -54,6 +56,12 @@ async def _command(turn: FakeTurn) -> None:
 
 async def _fails(turn: FakeTurn) -> None:
     turn.fail("unexpected status 401 Unauthorized: Incorrect API key provided")
+
+
+async def _steered(turn: FakeTurn) -> None:
+    await turn.say("working on it")
+    await turn.wait_steer()
+    await turn.say("steered answer")
 
 
 async def _sub_agent_asks(turn: FakeTurn) -> None:
@@ -91,6 +99,9 @@ SCENARIOS = [
               "answer": "the sub-agent made the marker"},
              responder=lambda: ParentAndChild(COMMAND), slug="mock-model"),
 ]
+# Real codex: the first answer hangs until the steer makes codex sample again with it.
+STEER = Scenario("steer", [sm.hang(sm.message("working on it", ["working ", "on it"])),
+                           sm.text_reply("steered answer")], _steered, "accept")
 
 
 @dataclass
@@ -113,7 +124,7 @@ async def peer(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
                    env["config"], env["root"])
         return
     codex_bin = request.getfixturevalue("codex_bin")
-    scenario: Scenario = request.node.callspec.params["scenario"]
+    scenario: Scenario = request.node.callspec.params.get("scenario", STEER)
     with sm.ScriptedModel(scenario.responder() if scenario.responder else None) as model:
         env = module_env(tmp_path, model, codex_bin)
         sm.write_codex_home(env["home"], model.base_url, model=scenario.slug)
@@ -155,3 +166,35 @@ async def test_the_runner_sees_the_same_outcome_on_both_app_servers(peer: Peer, 
                 "approvals": [a["status"] for a in result.execution_progress.get("approvals", [])],
                 "answer": result.result_text}
     assert observed == scenario.expect
+
+
+class TurnSink(Sink):
+    """A ``Sink`` that also records the turn the runner started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turn: tuple[str, str] | None = None
+
+    async def turn_started(self, thread_ref: str, turn_id: str) -> None:
+        self.turn = (thread_ref, turn_id)
+        self.changed.set()
+
+
+async def test_a_steer_joins_the_running_turn_on_both_app_servers(peer: Peer) -> None:
+    peer.arrange(STEER)
+    workdir = peer.root / "work"
+    workdir.mkdir()
+    runner = Runner(peer.config, peer.app)
+    first_sink = TurnSink()
+    async with asyncio.timeout(WAIT_S), asyncio.TaskGroup() as tg:
+        first = tg.create_task(runner.run(Task("t-first", "do it", workdir=str(workdir)), first_sink,
+                                          asyncio.Event()))
+        await eventually(lambda: first_sink.turn, WAIT_S, changed=first_sink.changed)
+        assert first_sink.turn is not None
+        thread_id, turn_id = first_sink.turn
+        steer = await runner.run(Task("t-steer", "focus on the tests", workdir=str(workdir),
+                                      codex_thread_ref=thread_id, target_turn_id=turn_id), Sink(), asyncio.Event())
+    held = first.result()
+    assert (steer.status, steer.error_code, steer.turn_id, steer.result_text) == (
+        "completed", None, turn_id, "steered answer"), steer
+    assert (held.status, held.turn_id) == ("completed", turn_id), held

@@ -8,11 +8,14 @@ app-server. The scripted model is the witness on the far side: a turn interrupte
 the app-server closes its model stream (``stream_end == "peer_closed"``).
 
 The contract: a task from the source runs on codex and its result is delivered
-once; the same task delivered again while it runs is not run twice; a cancel from
+once; the same task delivered again while it runs is not run twice and takes no second
+slot, and the slot goes back when the run ends; a cancel from
 the source interrupts the turn and ends the task ``cancelled``; a daemon shutdown
 interrupts a running turn on the app-server and ends the task ``cancelled``. One run
 per thread (device API §3): a follow-up of a thread whose turn runs waits for it
 holding no slot, fails ``thread_busy`` when it waits too long, and a steer joins.
+Admission is the registry's, so both sources force a runner that ignores a cancel once
+the grace has passed (``cancel_forced``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.lifecycles import TERMINAL
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import CT_TASK
-from boss_agent.sources.inflight import THREAD_BUSY
+from boss_agent.sources.inflight import CANCEL_FORCED, THREAD_BUSY
+from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.conftest import RedisProcess
 from tests.support.appserver import Listener
 from tests.support.config import make_config
@@ -46,6 +50,7 @@ pytestmark = [pytest.mark.codex, pytest.mark.redis]
 TURN_END_S = 20.0  # codex aborts the model stream well within a second of turn/interrupt
 SESSION = "contract"
 THREAD_WAIT_S = 0.5  # the thread_busy test's wait for a turn that never ends (its hang is held)
+FORCE_GRACE_S = 0.5  # the force test's grace: its runner never stops by itself
 
 
 @dataclass
@@ -228,10 +233,13 @@ async def test_a_task_delivered_again_while_it_runs_runs_one_turn_and_reports_on
 ) -> None:
     key = await _hung_turn(world, "msg-twice")
     await world.side.redeliver(key)
+    runs = world.daemon.runs
+    assert runs is not None and runs.slots.used == 1  # the run holds one slot; its copy took none
     world.model.release()
     outcome = await world.side.outcome(key)
     assert (outcome.status, outcome.deliveries) == ("completed", 1)
     assert len(world.model.requests) == 1  # one model request: the turn ran once
+    await eventually(lambda: runs.slots.used == 0 and len(runs) == 0)  # handed back on the way out
 
 
 async def test_a_cancel_from_the_source_interrupts_the_turn_and_ends_the_task_cancelled(
@@ -303,3 +311,23 @@ async def test_a_steer_joins_the_running_turn_instead_of_waiting_for_it(world: W
     assert (steered.status, steered.text, steered.turn) == ("completed", "steered answer", turn), steered
     assert held.status == "completed" and held.turn == turn
     assert "focus on the tests" in world.model.requests[-1].input_texts()
+
+
+async def test_a_runner_that_ignores_a_cancel_is_forced_after_the_grace_and_reported_once(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = world.daemon.runner
+    assert runner is not None
+    real = runner.run
+
+    async def deaf(task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        return await real(task, sink, asyncio.Event())  # a cancel never reaches the turn
+
+    monkeypatch.setattr(runner, "run", deaf)
+    world.daemon.runs.cancel_grace_s = FORCE_GRACE_S
+    key = await _hung_turn(world, "msg-deaf")
+    await world.side.refs(key)  # its turn runs
+    await world.side.cancel(key)
+    outcome = await world.side.outcome(key)
+    assert (outcome.status, outcome.error_code, outcome.deliveries) == ("cancelled", CANCEL_FORCED, 1), outcome
+    world.model.release()

@@ -166,17 +166,17 @@ async def test_two_devices_split_tasks_and_follow_ups_and_steers_reach_the_threa
         third = await read_events(redis, "s-2", "m-3", timeout=TURN_WAIT_S)
         # A follow-up on the thread: read by the other device, forwarded, queued on the holder.
         # (m-2 was forwarded too if the other device happened to read it.)
-        base = other.gateway.status["counts"].get("forwarded", 0)
+        base = other.gateway.info["counts"].get("forwarded", 0)
         await ask(client, "s-2", "and then?", "m-4", extra_payload={"codexThreadRef": thread})
-        await eventually(lambda: other.gateway.status["counts"].get("forwarded") == base + 1, TURN_WAIT_S)
+        await eventually(lambda: other.gateway.info["counts"].get("forwarded") == base + 1, TURN_WAIT_S)
         model.enqueue(sm.text_reply("steered answer"), sm.text_reply("follow-up answer"))
         # A steer of the running turn: forwarded too, and it needs no slot on the holder.
         await ask(client, "s-2", "focus on the tests", "m-5",
                   extra_payload={"codexThreadRef": thread, "targetCodexTurnId": turn})
         ends = {m: await read_events(redis, "s-2", m, timeout=TURN_WAIT_S) for m in ("m-2", "m-4", "m-5")}
         records = {m: await record_of(redis, "s-2", m) for m in ("m-1", "m-2", "m-3", "m-4", "m-5")}
-        forwarded = other.gateway.status["counts"].get("forwarded")
-        holder_forwarded = holder.gateway.status["counts"].get("forwarded", 0)
+        forwarded = other.gateway.info["counts"].get("forwarded")
+        holder_forwarded = holder.gateway.info["counts"].get("forwarded", 0)
     await redis.aclose()
     assert {r["status"] for r in records.values()} == {"COMPLETED"}
     assert records["m-3"]["worker_id"] == other.gateway.worker_id  # the tasks were split
@@ -231,7 +231,7 @@ async def test_a_worker_killed_mid_task_has_the_task_failed_by_its_peer_and_neve
         async with running_daemon(config_of(peer_settings), peer_home) as peer:
             events = await read_events(redis, "s-k", "m-k", timeout=RECLAIM_WAIT_S)
             record = await record_of(redis, "s-k", "m-k")
-            counts = dict(peer.gateway.status["counts"])
+            counts = dict(peer.gateway.info["counts"])
     finally:
         if proc.returncode is None:
             proc.kill()

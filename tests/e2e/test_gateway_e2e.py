@@ -150,7 +150,7 @@ async def test_an_approval_suspends_the_task_and_an_sdk_resume_runs_the_command(
         assert form["pluginMachineFields"][0]["fieldCode"] == "user_input"
         # The form is written first, then the record says WAITING_USER and the entry is acked.
         await eventually(lambda: _status_is(redis, "s-apr", "msg-apr", "WAITING_USER"))
-        assert gateway.status["suspended"] == 1
+        assert gateway.info["suspended"] == 1
         assert not (work / "approved.txt").exists()
         await resume(client, "s-apr", "msg-apr", {"formId": form["formId"], "decision": "accept"})
         events = await read_events(redis, "s-apr", "msg-apr", timeout=TURN_WAIT_S)

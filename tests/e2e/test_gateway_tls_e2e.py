@@ -67,7 +67,7 @@ async def test_a_daemon_serves_the_sdk_over_tls_as_an_acl_user(
                     handle_signals=False)
     try:
         async with serving(daemon), httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
-            await eventually(lambda: daemon.gateway is not None and daemon.gateway.status["connected"],
+            await eventually(lambda: daemon.gateway is not None and daemon.gateway.info["connected"],
                              TURN_WAIT_S)
             await ask(sdk_client(redis), "s-tls", "say hello over tls", "msg-tls",
                       extra_payload={"workdir": str(config.workspaces[0])})

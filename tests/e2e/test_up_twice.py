@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.controlplane.security import SECRET_FILE, URL_FILE
-from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.process import InstanceLock
 from tests.support.e2e import UpProcess, running_up
 
 pytestmark = pytest.mark.codex

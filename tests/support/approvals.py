@@ -82,7 +82,8 @@ class DaemonOnCodex:
         await self.until(lambda: self.task(task_id)["approvals"] or self.task(task_id)["status"] in FINAL)
         approvals = self.task(task_id)["approvals"]
         assert approvals, self.task(task_id)
-        return approvals[0]
+        first: dict[str, Any] = approvals[0]
+        return first
 
     async def decide(self, task_id: str, approval_id: str, decision: Any) -> httpx.Response:
         async with httpx.AsyncClient(base_url=self.cp.url) as local:
@@ -99,8 +100,8 @@ class DaemonOnCodex:
 async def gateway_on_codex(tmp_path: Path, codex_bin: str, codex_home: Path, workdir: Path,
                            redis_url: str, max_concurrent: int = 1) -> AsyncIterator[Gateway]:
     """A gateway worker on the real runner and codex, serving ``AGENT`` until the block ends."""
-    config = make_config(tmp_path, codex_bin, **{"gateway.agent_types": [AGENT],
-                                                        "workspaces": [str(workdir)]})
+    settings: dict[str, Any] = {"gateway.agent_types": [AGENT], "workspaces": [str(workdir)]}
+    config = make_config(tmp_path, codex_bin, **settings)
     async with AppServer.from_config(config, codex_home=codex_home) as app:
         gateway = Gateway(config, Runner(config, app, codex_home=codex_home), worker_id="w-approvals",
                           redis_url=redis_url, max_concurrent=max_concurrent, timing=GATEWAY_TIMING, retry=FAST_POLICY)

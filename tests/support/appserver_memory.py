@@ -9,7 +9,9 @@ exact step) are hard to reach there. This fake reaches them in milliseconds.
 Where it sits: it replaces the JSON-RPC ``Dispatcher`` of one connection (the idea of
 MCP python-sdk's ``DirectDispatcher``), so the real ``AppServerClient``, ``Router``,
 ``ThreadListener`` and ``ServerRequest`` run on top of it unchanged; ``MemoryAppServer``
-stands in for the supervising ``AppServer`` (``client()``, ``status``). Behind the seam
+stands in for the supervising ``AppServer`` (``client()``, ``status``). Both name the
+Protocol they implement (``boss_agent/appserver/contract.py``), and mypy checks this
+folder strictly: a fake that drifts from the seam fails the type check, not a test. Behind the seam
 ``FakeCodex`` plays codex: threads, turns, notifications and server requests, each
 turn driven by a small async script (``enqueue``).
 
@@ -26,6 +28,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from boss_agent.appserver import contract
 from boss_agent.appserver.methods import AppServerClient
 from boss_agent.appserver.routing import Notification, Router, ServerRequest
 from boss_agent.errors import METHOD_NOT_FOUND, AppServerUnavailable, ConnectionClosed, RpcError
@@ -37,7 +40,7 @@ INVALID_REQUEST = -32600  # what codex answers a steer of a turn that is not act
 Script = Callable[["FakeTurn"], Awaitable[None]]
 
 
-class FakeDispatcher:
+class FakeDispatcher(contract.Dispatcher):
     """One in-memory connection: requests are method calls on ``FakeCodex``, no JSON."""
 
     def __init__(self, codex: FakeCodex) -> None:
@@ -289,7 +292,7 @@ class FakeCodex:
                                                     "items": []}})
 
 
-class MemoryAppServer:
+class MemoryAppServer(contract.Supervisor):
     """What ``Runner`` uses of ``AppServer``: a live client on the fake's current connection."""
 
     child_pid = None  # no child: the runner's cancel sweep finds nothing of ours to end
@@ -301,7 +304,7 @@ class MemoryAppServer:
     async def client(self) -> AppServerClient:
         if not self.up:
             raise AppServerUnavailable("codex app-server is not running")
-        return AppServerClient(self.codex.dispatcher, timeout_s=REQUEST_TIMEOUT_S)  # type: ignore[arg-type]
+        return AppServerClient(self.codex.dispatcher, timeout_s=REQUEST_TIMEOUT_S)
 
     @property
     def status(self) -> dict[str, Any]:

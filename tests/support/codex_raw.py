@@ -82,7 +82,8 @@ class RawCodex:
                 if message.get("id") == wanted and "method" not in message:
                     if "error" in message:
                         raise CodexError(f"{method}: {message['error']}")
-                    return message["result"]
+                    result: dict[str, Any] = message["result"]
+                    return result
                 held.append(message)
         finally:
             self._backlog.extendleft(reversed(held))
@@ -94,7 +95,8 @@ class RawCodex:
         return self
 
     def start_thread(self, cwd: Path, **params: Any) -> str:
-        return self.request("thread/start", {"cwd": str(cwd), **params})["thread"]["id"]
+        thread_id: str = self.request("thread/start", {"cwd": str(cwd), **params})["thread"]["id"]
+        return thread_id
 
     def record(self, thread_id: str, until: Callable[[Message], bool],
                answer: Answer | None = accept) -> list[Message]:

@@ -35,7 +35,8 @@ class FakeClock:
 def error_code(response: httpx.Response) -> str:
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
-    return body["error"]["code"]
+    code: str = body["error"]["code"]
+    return code
 
 
 @dataclass
@@ -57,7 +58,8 @@ class Device:
     async def claim(self, slots: int = 1, wait_ms: int = 0) -> list[dict[str, Any]]:
         response = await self.post("/api/v1/master-agent/tasks/claim", {"slots": slots, "waitMs": wait_ms})
         assert response.status_code == 200, response.text
-        return response.json()["tasks"]
+        tasks: list[dict[str, Any]] = response.json()["tasks"]
+        return tasks
 
     async def progress(self, task_id: str, seq: int, card: dict[str, Any]) -> httpx.Response:
         return await self.post(f"/api/v1/master-agent/tasks/{task_id}/progress",

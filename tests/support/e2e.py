@@ -183,7 +183,8 @@ async def first_task(controlplane_dir: Path, matches: Callable[[dict[str, Any]],
                 views = payload["tasks"] if kind == "snapshot" else [payload] if kind == "task" else []
                 for view in views:
                     if matches(view):
-                        return view
+                        found: dict[str, Any] = view
+                        return found
     raise AssertionError("the control plane closed its event stream")
 
 

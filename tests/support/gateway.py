@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions as redis_errors
@@ -28,6 +28,9 @@ from boss_agent.progress.reducer import reduce
 from boss_agent.sources.gateway import Gateway, GatewayTiming
 from boss_agent.sources.gateway.retry import FAST_POLICY
 from boss_agent.tasks import ApprovalRequest, Task, TaskResult
+
+# XREAD on a client with decode_responses (the SDK's): streams, entry ids and fields as text.
+TextStreamReply = list[tuple[str, list[tuple[str, dict[str, str]]]]]
 
 AGENT = "boss_local_agent"
 STREAM = f"byai_gateway:ctrl:agent_type:{AGENT}"  # where an ask for AGENT arrives
@@ -88,7 +91,7 @@ class ScriptRunner:
         return TaskResult("completed", result_text=rest)
 
 
-async def start_until_ready(run: Callable[[asyncio.Event], Awaitable[None]],
+async def start_until_ready(run: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
                             what: str) -> asyncio.Task[None]:
     """Start ``run(ready)`` as a task and return it once ready; raise its start-up error."""
     ready = asyncio.Event()
@@ -156,7 +159,7 @@ async def read_events(redis: aioredis.Redis, session: str, message_id: str, *,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            reply = await redis.xread({stream: last}, block=200, count=100)
+            reply = cast(TextStreamReply, await redis.xread({stream: last}, block=200, count=100))
         except redis_errors.ConnectionError:  # a test that restarts redis-server
             await asyncio.sleep(0.05)
             continue

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from boss_agent.errors import AlreadyRunning
-from boss_agent.daemon.lifecycle import READY, STOPPING, InstanceLock, ShutdownController, Watchdog, sd_notify
+from boss_agent.daemon.process import READY, STOPPING, InstanceLock, ShutdownController, Watchdog, sd_notify
 
 WRAP_UP_S = 0.05  # the fake task's "last bit of work" after the stop signal
 

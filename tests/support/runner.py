@@ -21,7 +21,8 @@ from tests.support.waits import WAIT_S, eventually
 
 def missing_app_server(tmp: Path, codex_bin: str) -> AppServer:
     """An app-server whose codex binary does not exist: every task reaches the fallbacks."""
-    broken = make_config(tmp / "broken", codex_bin, **{"codex.bin": str(tmp / "no-such-codex")})
+    settings: dict[str, Any] = {"codex.bin": str(tmp / "no-such-codex")}
+    broken = make_config(tmp / "broken", codex_bin, **settings)
     return AppServer.from_config(broken)
 
 

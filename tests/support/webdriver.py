@@ -62,7 +62,8 @@ class WebDriverError(RuntimeError):
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class Browser:
@@ -87,7 +88,8 @@ class Browser:
 
     async def find(self, css: str) -> str:
         found = await self.command("POST", "/element", {"using": "css selector", "value": css})
-        return found[ELEMENT]
+        element: str = found[ELEMENT]
+        return element
 
     async def click(self, css: str) -> None:
         # A live page may redraw the element between finding and clicking it: find it again.
@@ -110,10 +112,12 @@ class Browser:
         await self.command("POST", f"/element/{await self.find(css)}/value", {"text": text})
 
     async def text(self, css: str) -> str:
-        return await self.command("GET", f"/element/{await self.find(css)}/text")
+        text: str = await self.command("GET", f"/element/{await self.find(css)}/text")
+        return text
 
     async def attribute(self, css: str, name: str) -> str | None:
-        return await self.command("GET", f"/element/{await self.find(css)}/attribute/{name}")
+        value: str | None = await self.command("GET", f"/element/{await self.find(css)}/attribute/{name}")
+        return value
 
     async def execute(self, script: str, *args: Any) -> Any:
         return await self.command("POST", "/execute/sync", {"script": script, "args": list(args)})

@@ -37,3 +37,12 @@ def test_the_configuration_page_lists_every_key_and_its_environment_variable():
         assert f"`{key.name}`" in text, key.name
         if key.env:
             assert f"`{key.env}`" in text, key.env
+
+
+def test_every_test_file_named_in_the_code_and_the_docs_exists() -> None:
+    # A test moved to its layer's folder leaves docstrings pointing at nothing otherwise.
+    root = Path(__file__).resolve().parents[2]
+    sources = [*root.glob("boss_agent/**/*.py"), *root.glob("docs/**/*.md"), root / "README.md"]
+    named = {(str(path.relative_to(root)), found) for path in sources
+             for found in re.findall(r"tests/[\w/.]+?\.py", path.read_text())}
+    assert sorted(name for name in named if not (root / name[1]).exists()) == []

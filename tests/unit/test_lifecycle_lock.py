@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.errors import AlreadyRunning, StateError
-from boss_agent.daemon.lifecycle import LOCK_FILE, InstanceLock, lock_holder
+from boss_agent.daemon.process import LOCK_FILE, InstanceLock, lock_holder
 
 
 def test_a_second_acquisition_raises_already_running_with_the_holders_pid(tmp_path: Path):

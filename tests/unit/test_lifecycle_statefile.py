@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.process import InstanceLock
 from boss_agent.errors import StateError
 from boss_agent.daemon.statefile import (
     STATE_FILE,

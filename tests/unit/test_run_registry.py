@@ -1,4 +1,5 @@
-"""The RunRegistry on its own: early cancels, slot hand-back, idle, the runner guard.
+"""The RunRegistry on its own: admission, early cancels, slot hand-back, idle, the runner
+guard, the force after the grace.
 
 Pure asyncio, no peers: the registry is bookkeeping. The same behaviour is driven end
 to end through both sources in tests/contract/test_source_contract.py.
@@ -10,53 +11,89 @@ import asyncio
 
 import pytest
 
+from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
+from tests.support.gateway import gateway_config
 from tests.support.waits import eventually
 
 BOUND_S = 5.0
 
 
-async def test_a_cancel_for_a_starting_task_applies_the_moment_its_run_registers() -> None:
+async def test_a_cancel_for_a_starting_task_is_seen_by_its_run_and_a_second_copy_is_refused() -> None:
     runs = RunRegistry(Slots(1))
-    runs.begin("gateway", "m1")
-    assert runs.cancel("gateway", "m1", "user stop", True)
-    run = runs.register(Run("gateway", "m1"))
-    assert run.cancel.is_set() and run.force.is_set() and run.reason == "user stop"
-    assert not runs.is_starting("gateway", "m1")
-
-
-async def test_an_abandoned_start_forgets_its_early_cancel_and_unknown_ids_are_not_cancelled() -> None:
-    runs = RunRegistry(Slots(1))
-    runs.begin("gateway", "m1")
-    runs.cancel("gateway", "m1")
-    runs.abandon("gateway", "m1")
-    assert not runs.register(Run("gateway", "m1")).cancel.is_set()
+    async with runs.admit("gateway", "m1") as admission:
+        assert runs.knows("gateway", "m1") and len(runs) == 0  # starting: not yet in flight
+        with pytest.raises(ValueError, match="already here"):
+            runs.admit("gateway", "m1")
+        assert runs.cancel("gateway", "m1", "user stop", True)
+        run = admission.register()
+        assert run.cancel.is_set() and run.force.is_set() and run.reason == "user stop"
+        assert runs.get("gateway", "m1") is run
+    assert not runs.knows("gateway", "m1") and runs.slots.used == 0
     assert not runs.cancel("boss", "m1")  # same id, other source: a different task
+
+
+async def test_an_admission_takes_a_free_slot_at_once_and_gives_it_back_on_every_path() -> None:
+    runs = RunRegistry(Slots(1))
+    with pytest.raises(RuntimeError):
+        async with runs.admit("gateway", "m1") as admission:
+            assert admission.ready and runs.slots.used == 1  # taken by admit, before any await
+            raise RuntimeError("the source gave up on it")
+    assert runs.slots.used == 0 and not runs.knows("gateway", "m1")
+    async with runs.admit("boss", "t1") as admission:
+        admission.register()
+    assert runs.slots.used == 0 and len(runs) == 0
+
+
+async def test_an_admission_without_a_free_slot_waits_in_line_and_a_cancel_ends_the_wait() -> None:
+    runs = RunRegistry(Slots(1))
+    async with runs.admit("boss", "t1") as holder:
+        holder.register()
+        async with runs.admit("gateway", "m1") as waiting:
+            assert not waiting.ready
+            job = asyncio.create_task(waiting.slot())
+            await eventually(lambda: runs.slots.waiting == 1, BOUND_S)
+            runs.cancel("gateway", "m1")
+            assert await job is False and runs.slots.waiting == 0
+        async with runs.admit("gateway", "m2") as next_in_line:
+            job = asyncio.create_task(next_in_line.slot())
+            await eventually(lambda: runs.slots.waiting == 1, BOUND_S)
+            runs.finish(holder.run)  # the holder ends: its slot passes on
+            assert await job is True and next_in_line.run.holds_slot
+    assert runs.slots.used == 0
+
+
+async def test_a_steer_takes_no_slot_and_does_not_wait_for_one() -> None:
+    runs = RunRegistry(Slots(1))
+    async with runs.admit("boss", "t1") as holder, runs.admit("boss", "t2", steer=True) as steer:
+        holder.register()
+        steer.register()
+        assert steer.ready and await steer.slot() and not steer.run.holds_slot
+        assert runs.slots.used == 1 and runs.turns("boss") == 1  # a steer is not a turn of its own
+    assert runs.slots.used == 0
 
 
 async def test_a_suspended_run_hands_its_slot_back_and_waits_in_line_to_resume() -> None:
     runs = RunRegistry(Slots(1))
-    assert runs.slots.try_acquire()
-    first = runs.register(Run("gateway", "m1", holds_slot=True))
-    runs.hand_back(first)  # waiting for the user
-    assert runs.slots.try_acquire()
-    second = runs.register(Run("boss", "t1", holds_slot=True))
-    resume = asyncio.create_task(runs.take_back(first))
-    await asyncio.sleep(0)
-    assert not resume.done() and runs.slots.waiting == 1
-    runs.finish(second)
-    async with asyncio.timeout(BOUND_S):
-        await resume
-    assert first.holds_slot and runs.slots.used == 1
-    runs.finish(first)
+    async with runs.admit("gateway", "m1") as first_admission:
+        first = first_admission.register()
+        runs.hand_back(first)  # waiting for the user
+        async with runs.admit("boss", "t1") as second:
+            second.register()
+            resume = asyncio.create_task(runs.take_back(first))
+            await asyncio.sleep(0)
+            assert not resume.done() and runs.slots.waiting == 1
+        async with asyncio.timeout(BOUND_S):
+            await resume
+        assert first.holds_slot and runs.slots.used == 1
     assert runs.slots.used == 0 and len(runs) == 0
 
 
 async def test_wait_idle_returns_once_the_last_run_of_any_source_finishes() -> None:
     runs = RunRegistry(Slots(2))
-    a, b = runs.register(Run("boss", "t1")), runs.register(Run("gateway", "m1"))
+    a, b = runs.admit("boss", "t1").register(), runs.admit("gateway", "m1").register()
     idle = asyncio.create_task(runs.wait_idle())
     runs.cancel_all("worker_shutdown")
     assert a.reason == b.reason == "worker_shutdown"
@@ -135,8 +172,7 @@ class CardSink:
 
 
 def _running(runs: RunRegistry, runner: ThreadRunner, task: Task) -> tuple[Run, asyncio.Task[TaskResult]]:
-    holds = runs.slots.try_acquire()
-    run = runs.register(Run("boss", task.task_id, holds_slot=holds))
+    run = runs.admit("boss", task.task_id, steer=task.target_turn_id is not None).register()
     job = asyncio.create_task(runs.call_runner(run, runner, task, CardSink()))  # type: ignore[arg-type]
     return run, job
 
@@ -172,3 +208,81 @@ async def test_a_follow_up_waiting_too_long_fails_thread_busy_and_one_cancelled_
     waiting.request_cancel("user stop")
     assert (await job).status == "cancelled"
     assert runner.ran == ["t1"]  # neither reached the runner
+
+
+class DeafRunner:
+    """A runner whose turn ignores the cancel event: it runs until it is cancelled outright."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never reached")
+
+
+@pytest.mark.parametrize("source", ["boss", "gateway"])
+async def test_a_runner_that_ignores_a_cancel_is_forced_after_the_grace_for_either_source(source: str) -> None:
+    runs, runner = RunRegistry(Slots(1), cancel_grace_s=0.05), DeafRunner()
+    async with runs.admit(source, "t1") as admission:
+        run = admission.register()
+        job = asyncio.create_task(runs.call_runner(run, runner, Task("t1", "hi"), CardSink()))  # type: ignore[arg-type]
+        await asyncio.wait_for(runner.started.wait(), BOUND_S)
+        runs.cancel(source, "t1", "user stop")
+        result = await asyncio.wait_for(job, BOUND_S)
+    assert (result.status, result.error_code) == ("cancelled", "cancel_forced") and run.forced
+
+
+async def test_a_forced_cancel_does_not_wait_for_the_grace_and_a_shutdown_abort_still_propagates() -> None:
+    runs = RunRegistry(Slots(2), cancel_grace_s=3600.0)  # a grace this test never sees end
+    runner = DeafRunner()
+    run = runs.admit("gateway", "m1").register()
+    job = asyncio.create_task(runs.call_runner(run, runner, Task("m1", "hi"), CardSink()))  # type: ignore[arg-type]
+    await asyncio.wait_for(runner.started.wait(), BOUND_S)
+    runs.cancel("gateway", "m1", "user stop", force=True)
+    assert (await asyncio.wait_for(job, BOUND_S)).error_code == "cancel_forced"
+    other, runner = runs.admit("boss", "t2").register(), DeafRunner()
+    aborted = asyncio.create_task(runs.call_runner(other, runner, Task("t2", "hi"), CardSink()))  # type: ignore[arg-type]
+    await asyncio.wait_for(runner.started.wait(), BOUND_S)
+    aborted.cancel()  # the drain's abort: not the registry's to turn into a result
+    with pytest.raises(asyncio.CancelledError):
+        await aborted
+
+
+async def test_a_gateway_is_idle_when_its_own_runs_end_though_a_boss_run_goes_on() -> None:
+    runs = RunRegistry(Slots(2))
+    gateway = Gateway(gateway_config("redis://127.0.0.1:9/0"), ThreadRunner(), worker_id="w1",
+                      max_concurrent=2, runs=runs)  # never connects: only its registry is read
+    try:
+        boss = runs.admit("boss", "t1").register()
+        mine = runs.admit("gateway", "m1").register()
+        idle = asyncio.create_task(gateway.wait_idle())
+        await asyncio.sleep(0)
+        assert not idle.done()  # its own run still goes on
+        runs.finish(mine)
+        await asyncio.wait_for(idle, BOUND_S)
+        assert runs.get("boss", "t1") is boss  # the Boss run goes on; the gateway did not wait for it
+    finally:
+        await gateway.redis.aclose()
+
+
+@pytest.mark.parametrize("registered", [False, True])
+async def test_a_run_whose_task_is_cancelled_before_it_ever_ran_still_leaves_the_registry(
+        registered: bool) -> None:
+    runs = RunRegistry(Slots(1))
+    admission = runs.admit("gateway", "m1")
+    if registered:
+        admission.register()
+    entered = asyncio.Event()
+
+    async def work() -> None:
+        async with admission:
+            entered.set()
+
+    with pytest.raises(ExceptionGroup):
+        async with asyncio.TaskGroup() as tg:
+            admission.start_in(tg, work(), "task m1")
+            raise ExceptionGroup("its source failed at once", [RuntimeError("boom")])
+    assert not entered.is_set()  # the task never ran its first step
+    assert not runs.knows("gateway", "m1") and runs.slots.used == 0 and len(runs) == 0

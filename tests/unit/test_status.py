@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from boss_agent.identity import Identity, save_identity
-from boss_agent.daemon.lifecycle import InstanceLock
+from boss_agent.daemon.process import InstanceLock
 from boss_agent.sources.boss.spool import CompletionSpool
 from boss_agent.daemon.statefile import write_state
 from boss_agent.timefmt import utc_now

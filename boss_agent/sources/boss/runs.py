@@ -10,7 +10,7 @@ completed ``failed`` with its ``TaskRejected`` code and nothing runs; a task wit
 a usable ``taskId`` cannot be completed and is only logged. A task id that is
 already running or already spooled is never run a second time. A steer task
 (``targetCodexTurnId`` set) joins a turn that already holds a slot: it takes none and
-counts against no cap.
+counts against no cap (the rule lives in ``RunRegistry.admit``).
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from boss_agent.aio import race
 from boss_agent.errors import TaskRejected
 from boss_agent.progress.card import Card
 from boss_agent.redact import sanitize_text
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.api import BossApi
-from boss_agent.sources.inflight import Run, RunRegistry
+from boss_agent.sources.inflight import Admission, Run, RunRegistry
 from boss_agent.sources.boss.remote_approvals import RemoteApprovals
 from boss_agent.sources.boss.progress import ProgressUploader
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal
@@ -104,7 +103,6 @@ class TaskRuns:
         self.slots = self.registry.slots
         self.changed = self.registry.changed  # set whenever a run ends or a slot frees up
         self.on_spooled = on_spooled
-        self.steers: set[str] = set()  # running steer tasks: they hold no slot
 
     @property
     def free_slots(self) -> int:
@@ -113,9 +111,8 @@ class TaskRuns:
 
     @property
     def turns_running(self) -> int:
-        """Runs that hold (or wait for) a slot: turns a steer could join. A run waiting
-        for its thread's running turn holds none and waits for none."""
-        return self.registry.count(SOURCE) - len(self.steers) - self.registry.waiting(SOURCE)
+        """Runs that hold (or wait for) a slot: turns a steer could join."""
+        return self.registry.turns(SOURCE)
 
     def running_ids(self) -> list[str]:
         return self.registry.ids(SOURCE)
@@ -129,7 +126,7 @@ class TaskRuns:
         if task_id is None:
             logger.warning("the server sent a task without a usable taskId; skipped")
             return
-        if self.registry.get(SOURCE, task_id) is not None or task_id in self.spool:
+        if self.registry.knows(SOURCE, task_id) or task_id in self.spool:
             logger.info("task %s is already running or finished here; not run again", task_id)
             self.on_spooled()
             return
@@ -147,17 +144,15 @@ class TaskRuns:
                                             error_message="the device has no free task slot"))
             return
         # The slot is taken now when free; otherwise the gateway took it during the
-        # claim's long poll and the run waits in line for one.
-        # A steer joins a turn that already holds a slot: it takes none.
-        run = self.registry.register(Run(SOURCE, task_id, holds_slot=not steer and self.slots.try_acquire()))
+        # claim's long poll and the run waits in line for one. Registered at once: the
+        # next claim and heartbeat count it.
+        admission = self.registry.admit(SOURCE, task_id, steer=steer)
+        admission.register()
         # The journal's write (two fsyncs) runs in a thread, beside the runner's
         # thread/start: the runner waits for it only before Codex acts (ready_to_run),
         # so a task this daemon may have started is always on disk first.
         journaled = asyncio.ensure_future(asyncio.to_thread(self._journal, task_id, task.attempt))
-        if steer:
-            self.steers.add(task_id)
-        run.task = tg.create_task(self._run(task, run, journaled, needs_slot=not steer),
-                                  name=f"task {task_id}")
+        admission.start_in(tg, self._run(task, admission, journaled), f"task {task_id}")
 
     def _journal(self, task_id: str, attempt: int) -> None:
         """In a thread. Never raises: a disk that refuses the write keeps the record in
@@ -180,19 +175,21 @@ class TaskRuns:
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, run: Run, journaled: asyncio.Future[None], *,
-                   needs_slot: bool = True) -> None:
+    async def _run(self, task: Task, admission: Admission, journaled: asyncio.Future[None]) -> None:
+        async with admission:  # on every path: out of the registry, its slot handed back
+            await self._run_admitted(task, admission, journaled)
+
+    async def _run_admitted(self, task: Task, admission: Admission, journaled: asyncio.Future[None]) -> None:
+        run = admission.run
         cancel = run.cancel
         uploader = ProgressUploader(self.api, task.task_id, cancel)
         sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled, self.registry, run)
         result: TaskResult | None = None
         try:
-            if needs_slot and not run.holds_slot:
-                run.holds_slot = await self._slot_or_cancel(cancel)
+            may_run = await admission.slot()
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
                 try:
-                    may_run = run.holds_slot or not needs_slot
                     result = await self._execute(task, sink, run) if may_run else TaskResult(
                         status="cancelled", error_code="cancelled",
                         error_message="cancelled while waiting for a free task slot")
@@ -212,15 +209,7 @@ class TaskRuns:
                     error_message="the agent stopped before the task finished"), journaled=journaled)
             raise
         finally:
-            self.steers.discard(task.task_id)
-            self.registry.finish(run)
             self.on_spooled()
-
-    async def _slot_or_cancel(self, cancel: asyncio.Event) -> bool:
-        """Wait in line for a slot; False when the task is cancelled first."""
-        slot, _ = await race(self.slots.acquire(), cancel.wait())
-        # Both may finish in the same step: a slot we were handed is ours to release.
-        return not slot.cancelled()
 
     @staticmethod
     async def _bounded(uploads: asyncio.Task[None], task_id: str) -> None:

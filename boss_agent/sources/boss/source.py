@@ -116,13 +116,18 @@ class BossSource:
                 "maxConcurrentTasks": self.runs.max_concurrent,
                 "capabilities": self.capabilities(), "system": self.system()}
 
-    def snapshot(self) -> dict[str, Any]:
-        """The source's part of the state file that `boss-agent status` reads."""
-        return {"paired": self.paired, "serverUrl": self.identity.server_url,
-                "deviceId": self.identity.device_id, "state": self.state(),
-                "runningTaskIds": self.runs.running_ids(), "spooledReports": len(self.spool),
-                "spoolDegraded": self.spool_degraded, "spoolRefused": self.flusher.status(),
-                "lastHeartbeat": self.heartbeat.last}
+    def status(self) -> dict[str, Any]:
+        """The source's part of the state file that `boss-agent status` reads (the
+        ``TaskSource`` contract)."""
+        last = self.heartbeat.last or {}
+        return {
+            "paired": self.paired, "unpaired": not self.paired,
+            "server_url": self.identity.server_url, "device_id": self.identity.device_id,
+            "running_task_ids": self.runs.running_ids(), "spooled_reports": len(self.spool),
+            "spool_degraded": self.spool_degraded, "spool_refused": self.flusher.status(),
+            "last_heartbeat_at": last.get("at"),
+            "last_heartbeat_result": None if not last else ("ok" if last.get("ok") else last.get("error")),
+        }
 
     # ----------------------------------------------------------------- loops
 

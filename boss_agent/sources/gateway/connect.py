@@ -3,7 +3,8 @@
 ``rediss://`` verifies the server's certificate, against ``gateway.redis_ca_file`` when
 the owner runs a private CA, else against the system's store; an ACL user and password
 travel in the URL (redis-py sends ``AUTH user pass``). Whether the URL is safe enough
-to use was decided at load (``netaddr.check_redis_url``).
+to use was decided at load (``netaddr.check_redis_url``). The client is a
+``MappedRedis``: its failures are the project's exceptions (``redis_errors.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from boss_agent.config import GatewaySettings
+from boss_agent.sources.gateway.redis_errors import MappedRedis
 
 
 def redis_client(settings: GatewaySettings, url: str | None = None, **options: Any) -> aioredis.Redis:
@@ -20,4 +22,5 @@ def redis_client(settings: GatewaySettings, url: str | None = None, **options: A
     target = url or settings.redis_url
     if target.lower().startswith("rediss://") and settings.redis_ca_file is not None:
         options.setdefault("ssl_ca_certs", str(settings.redis_ca_file))
-    return aioredis.Redis.from_url(target, **options)
+    client: aioredis.Redis = MappedRedis.from_url(target, **options)
+    return client

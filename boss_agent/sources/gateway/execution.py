@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 
@@ -37,15 +37,12 @@ from boss_agent.sources.gateway.registry import (
 )
 from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.sink import GatewaySink, Publisher
+from boss_agent.sources.contract import FleetThreads
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskRunner
 
-if TYPE_CHECKING:
-    from boss_agent.sources.gateway.fleet import Fleet
-
 logger = logging.getLogger(__name__)
 
-CANCEL_GRACE_S = 30.0  # a graceful cancel lets the runner interrupt the turn; then we force
 SHUTDOWN_REPORT_S = 5.0  # on shutdown, how long reporting a cancelled task may take
 _CLAIMED = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.WAITING_USER,
                       ExecutionStatus.CANCELLING})  # a live start, not a queue entry
@@ -71,7 +68,9 @@ class Shared:
     runs: RunRegistry
     default_agent_type: str
     stats: Counter[str] = field(default_factory=Counter)
-    fleet: Fleet | None = None  # where threads and turns are published (None in bare tests)
+    # Where threads and turns are published (the gateway's ``Fleet``; None in bare tests).
+    # Named by its contract: the fleet is built on this, so it cannot be imported here.
+    fleet: FleetThreads | None = None
 
     @property
     def slots(self) -> Slots:
@@ -197,18 +196,18 @@ def _detail(status: str, code: str, message: str, reason: str) -> str:
 class Execution:
     """A task this worker runs: owns the runner call and the sink.
 
-    Its ``handle`` is its entry in the daemon's ``RunRegistry``: the cancel event and
-    reason, and the device slot the caller acquired for it.
+    Its ``handle`` is its entry in the daemon's ``RunRegistry`` (the gateway admitted it
+    there): the cancel event and reason, and its hold on a device slot.
     """
 
-    def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry) -> None:
+    def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry, handle: Run) -> None:
         self.shared = shared
         self.ask = ask
         self.task = task
         self.reporter = Reporter(shared, ask.header, entry)
-        self.handle = Run(SOURCE, ask.header.message_id, holds_slot=True, owner=self)
-        self.cancel = self.handle.cancel
-        self._forced = False
+        self.handle = handle
+        handle.owner = self
+        self.cancel = handle.cancel
         self.sink = GatewaySink(self.reporter.publisher, self.cancel, self._suspend, self._resume,
                                 workdir=task.workdir)
         self.sink.on_turn = self._turn_started
@@ -240,8 +239,6 @@ class Execution:
         except asyncio.CancelledError:
             await self._report_on_shutdown(report)
             raise
-        finally:
-            self._release_slot()
 
     async def _report_on_shutdown(self, report: asyncio.Future[None] | None) -> None:
         """Shutdown: finish the report under way, or say the turn was interrupted."""
@@ -257,39 +254,13 @@ class Execution:
     async def _run_runner_with_pump(self) -> TaskResult:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.sink.pump())
-            runner = tg.create_task(self._call_runner())
-            guard = tg.create_task(self._force_after_grace(runner))
-            try:
-                result = await runner
+            try:  # a runner that ignores a cancel is forced by the registry after the grace
+                result = await self.shared.runs.call_runner(
+                    self.handle, self.shared.runner, self.task, self.sink,
+                    agent_type=self.reporter.publisher.ctx.agent_type)
             finally:
-                guard.cancel()
                 self.sink.close()
         return result
-
-    async def _call_runner(self) -> TaskResult:
-        try:
-            return await self.shared.runs.call_runner(
-                self.handle, self.shared.runner, self.task, self.sink,
-                agent_type=self.reporter.publisher.ctx.agent_type)
-        except asyncio.CancelledError:
-            if not self._forced:
-                raise
-            current = asyncio.current_task()
-            assert current is not None  # a coroutine awaited by a task
-            current.uncancel()  # our own force-cancel, not a shutdown
-            return TaskResult("cancelled", error_code="cancel_forced",
-                              error_message="the runner did not stop within the grace period")
-
-    async def _force_after_grace(self, runner: asyncio.Task[TaskResult]) -> None:
-        await self.cancel.wait()
-        try:
-            async with asyncio.timeout(CANCEL_GRACE_S):
-                await self.handle.force.wait()
-        except TimeoutError:
-            pass
-        if not runner.done():
-            self._forced = True
-            runner.cancel()
 
     async def _turn_started(self, thread_ref: str, turn_id: str) -> None:
         """The turn's thread is this run's (one run per thread), then the fleet's to route."""
@@ -319,7 +290,7 @@ class Execution:
     async def _suspend(self) -> None:
         await self.reporter.set_status(ExecutionStatus.WAITING_USER)
         await self.reporter.ack()  # suspended: the entry is done, the RESUME carries on
-        self._release_slot()
+        self.shared.runs.hand_back(self.handle)
 
     async def _resume(self, cancelled: bool) -> None:
         if cancelled:
@@ -327,22 +298,19 @@ class Execution:
         await self.shared.runs.take_back(self.handle)
         await self.reporter.set_status(ExecutionStatus.RUNNING)
 
-    def _release_slot(self) -> None:
-        self.shared.runs.hand_back(self.handle)
 
-
-async def classify_start(shared: Shared, header: wire.Header, local: bool) -> tuple[str, dict[str, Any]]:
+async def classify_start(shared: Shared, header: wire.Header) -> tuple[str, dict[str, Any]]:
     """What to do with an ASK before running it: ``run``, ``skip``, ``orphaned``, ``cancelled``.
 
-    ``local`` is True when this process already runs a task with that message id. A
-    record carries ``worker_id`` only once a worker started the task (the client's
+    (A second copy of a task this process already runs never gets here: the registry
+    refuses to admit it.) A record carries ``worker_id`` only once a worker started the task (the client's
     QUEUED record has none), so "started" means "has an owner".
     """
     record = await shared.policy.call("record read", shared.records.get, header.session_id,
                                       header.message_id)
     record = record or {}
     owner = str(record.get("worker_id") or "")
-    if record.get("status") in TERMINAL_EXECUTION or local:
+    if record.get("status") in TERMINAL_EXECUTION:
         return "skip", record
     if not owner:
         return ("cancelled" if record.get("cancel_requested") else "run"), record

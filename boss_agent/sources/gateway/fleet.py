@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
 
+from boss_agent.errors import RedisFailure, RedisUnavailable, WrongType
 from boss_agent.identity import write_atomic
 from boss_agent.sources.gateway import keys, wire
 from boss_agent.sources.gateway.execution import Entry, Reporter, Shared
@@ -306,7 +306,7 @@ class Fleet:
             return ""
         try:
             raw = await self.redis.get(key)
-        except ResponseError:  # not a string: not a registry entry we wrote
+        except WrongType:  # not a string: not a registry entry we wrote
             return ""
         holder = keys.text(raw) if raw else ""
         if holder and holder != self.worker_id and not await self.redis.exists(keys.worker_lease(holder)):
@@ -362,7 +362,7 @@ class Fleet:
         """The other members of ``agent_type`` (live or not: check their leases)."""
         try:
             members = map(keys.text, await self.redis.smembers(keys.agent_type_members(agent_type)))
-        except ResponseError:  # not a set: no peers we can know of
+        except WrongType:  # not a set: no peers we can know of
             return []
         return sorted(m for m in members if m != self.worker_id and keys.valid_id(m))
 
@@ -387,7 +387,7 @@ async def _execute(pipe: Any) -> None:
     of one thread, never the worker. Connection errors still raise (and are retried).
     """
     for result in await pipe.execute(raise_on_error=False):
-        if isinstance(result, ResponseError):
+        if isinstance(result, RedisFailure) and not isinstance(result, RedisUnavailable):
             logger.warning("a fleet registry write failed: %s", result)
 
 

@@ -1,10 +1,12 @@
 """The gateway worker: reads commands from Redis Streams and runs them as tasks.
 
-One ``Gateway`` owns one task group with five loops — lease heartbeat, agent-type
+One ``Gateway`` owns two task groups: one for its loops — lease heartbeat, agent-type
 reader, worker-stream (control) reader, reclaimer, and the one-off recovery of its
-own pending entries — plus one child task per running task. ``run`` returns only by
-cancellation or a fatal error (the lease was lost, a non-retryable Redis error);
-Redis outages are retried with the policy object and never end it.
+own pending entries — and, around it, one for its task runs (one child task each), so
+a loop that fails lets the runs interrupt their turns (``wind_down``) before anything
+cancels them. ``run`` returns only by cancellation or a fatal error (the lease was
+lost, a non-retryable Redis error); Redis outages are retried with the policy object
+and never end it.
 
 Concurrency: ``max_concurrent`` slots bound the tasks that are *running*; the daemon
 passes the ``RunRegistry`` (and its ``Slots``) it shares with the Boss source, so both
@@ -36,12 +38,12 @@ with each lease refresh, ``requeue`` when a read ASK finds no slot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any, cast
 
-from redis.exceptions import ResponseError
 from redis.typing import KeyT, StreamIdT
 
 from boss_agent import metrics
@@ -51,6 +53,8 @@ from boss_agent.errors import (
     ConfigError,
     DuplicateWorker,
     GatewayError,
+    GroupExists,
+    MissingGroup,
     TaskRejected,
 )
 from boss_agent.sources.slots import Slots
@@ -70,7 +74,7 @@ from boss_agent.sources.gateway.registry import ExecutionRecords, WorkerPresence
 from boss_agent.sources.gateway.resume import route_cancel, route_resume
 from boss_agent.sources.gateway.retry import RedisRetry
 from boss_agent.sources.gateway.timing import GatewayTiming
-from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, Admission, Run, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
@@ -134,7 +138,8 @@ class Gateway:
 
     # --- public -----------------------------------------------------------------------
     @property
-    def status(self) -> dict[str, Any]:
+    def info(self) -> dict[str, Any]:
+        """What the worker is doing: ids, readiness, counts, the fleet's view."""
         executions = [run.owner for run in self.runs if run.source == SOURCE]
         suspended = sum(1 for e in executions if e.sink.suspended)
         return {
@@ -144,6 +149,19 @@ class Gateway:
             "running": len(executions) - suspended, "suspended": suspended,
             "accepting": self._accepting, "counts": dict(self.shared.stats),
             **self.fleet.status(),
+        }
+
+    def status(self) -> dict[str, Any]:
+        """The gateway's part of the state file (flat: the file holds no nested objects)."""
+        info = self.info
+        counts = info["counts"]
+        return {
+            "gateway_worker_id": info["worker_id"], "gateway_connected": info["connected"],
+            "gateway_group": info.get("group"), "gateway_lease_ttl_s": info.get("lease_ttl_s"),
+            "gateway_pending": info.get("pending"), "gateway_poison": counts.get("poison", 0),
+            "gateway_forwarded": counts.get("forwarded", 0), "gateway_threads": info.get("threads"),
+            "gateway_resume_dropped": counts.get("resume_dropped", 0),
+            "gateway_projects": info.get("projects") or [],
         }
 
     def apply_projects(self, projects: Iterable[str]) -> None:
@@ -166,8 +184,9 @@ class Gateway:
             self._task_reader.cancel()
 
     async def wait_idle(self) -> None:
-        """Return once no task runs or waits for the user (in this worker's registry)."""
-        await self.runs.wait_idle()
+        """Return once none of this worker's tasks runs or waits for the user (a Boss task
+        in the same registry is not this worker's to wait for)."""
+        await self.runs.wait_idle(SOURCE)
 
     async def close(self) -> None:
         """Nothing is left to deliver: each run reported its own result; ``run`` frees Redis."""
@@ -222,11 +241,8 @@ class Gateway:
     # --- start and stop ---------------------------------------------------------------
     async def _ensure_groups(self) -> None:
         for stream in (*self._agent_streams, self._control_stream):
-            try:
+            with contextlib.suppress(GroupExists):  # the one XGROUP error to tolerate
                 await self.redis.xgroup_create(stream, self.group, id="0", mkstream=True)
-            except ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
 
     async def _release(self, presence: WorkerPresence) -> None:
         try:
@@ -256,11 +272,9 @@ class Gateway:
                 try:
                     reply = await self._reads.xreadgroup(self.group, self.worker_id, streams,
                                                          count=count, block=block)
-                except ResponseError as exc:
-                    # UNBLOCKED: the stream was deleted while we were blocked on it
-                    # (FLUSHALL, a DEL from outside); the group went with it.
-                    if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
-                        raise
+                except MissingGroup:
+                    # Also when the stream was deleted while we were blocked on it
+                    # (FLUSHALL, a DEL from outside): the group went with it.
                     logger.error("consumer group %s is missing (Redis restarted or stream "
                                  "deleted); recreating it", self.group)
                     await self._ensure_groups()
@@ -281,19 +295,14 @@ class Gateway:
             await slots.wait_free()
             entries = await self._read({s: ">" for s in self._agent_streams}, slots.free, block)
             for entry, fields in entries:
-                # Another source may have taken the slot during the read: an ASK goes back
-                # to the stream for an idle peer, else it waits here for a slot in ``_start``.
-                held = slots.try_acquire()
-                if not held and await self.fleet.requeue(entry, fields):
-                    continue
-                await self._dispatch(entry, fields, slot_held=held)
+                await self._dispatch(entry, fields)
 
     async def _control_loop(self) -> None:
         while True:
             entries = await self._read({self._control_stream: ">"}, CONTROL_BATCH,
                                        self.timing.read_block_ms)
             for entry, fields in entries:
-                await self._dispatch(entry, fields, slot_held=False)
+                await self._dispatch(entry, fields)
 
     async def _own_pending(self) -> list[tuple[Entry, Any]]:
         """Entries this worker id read but never acked (the previous process died)."""
@@ -309,7 +318,7 @@ class Gateway:
         """Run them (each may wait for a slot, so beside the live readers)."""
         for entry, fields in entries:
             self.shared.stats["recovered"] += 1
-            await self._dispatch(entry, fields or {}, slot_held=False)
+            await self._dispatch(entry, fields or {})
 
     async def _reclaim_loop(self) -> None:
         while True:
@@ -318,7 +327,7 @@ class Gateway:
                 await self.shared.policy.call("reclaim", self.reclaimer.round, stream)
 
     # --- dispatch ---------------------------------------------------------------------
-    async def _dispatch(self, entry: Entry, fields: Any, *, slot_held: bool) -> None:
+    async def _dispatch(self, entry: Entry, fields: Any) -> None:
         # Nothing an entry holds may escape from here: an exception would end the loop
         # that read it, the gateway, and with it the daemon -- at every restart, since
         # the entry stays pending. Any failure to parse is poison, acked and counted.
@@ -326,8 +335,6 @@ class Gateway:
         try:
             command = wire.parse_command(fields or {})
         except Exception as exc:  # noqa: BLE001 - see above
-            if slot_held:
-                self.shared.slots.release()
             bad = exc if isinstance(exc, BadCommand) else BadCommand(
                 f"unparsable entry ({type(exc).__name__})")
             await self._guard(self._poison(entry, bad))
@@ -335,20 +342,17 @@ class Gateway:
         if isinstance(command, wire.Ask):
             assert self._tg is not None
             message_id = command.header.message_id
-            if self.runs.is_starting(SOURCE, message_id) or self.runs.get(SOURCE, message_id):
+            if self.runs.knows(SOURCE, message_id):
                 # A second copy (a forward or requeue repeated after a crash) of a task that
                 # is starting or running here: its start check would race the first copy.
-                if slot_held:
-                    self.shared.slots.release()
                 await self._guard(self.shared.ack(entry))
                 self.shared.stats["skipped"] += 1  # counted once acked: dropped for good
                 return
-            self.runs.begin(SOURCE, message_id)
-            self._tg.create_task(self._start(command, entry, slot_held))
-            return
-        if slot_held:
-            self.shared.slots.release()
-        if isinstance(command, wire.Resume):
+            # Admitted now, before the next entry is read: it takes a free slot at once.
+            admission = self.runs.admit(SOURCE, message_id,
+                                        steer=bool(command.extra_payload.get("targetCodexTurnId")))
+            admission.start_in(self._tg, self._start(admission, command, entry, fields), f"ask {message_id}")
+        elif isinstance(command, wire.Resume):
             await self._guard(route_resume(self.runs, self.shared, command, entry))
         else:
             await self._guard(route_cancel(self.runs, self.shared, command, entry))
@@ -375,33 +379,24 @@ class Gateway:
                 logger.warning("could not report the poison entry as failed; acking it")
         await self.shared.ack(entry)
 
-    async def _start(self, ask: wire.Ask, entry: Entry, slot_held: bool) -> None:
-        message_id = ask.header.message_id
-        # A steer joins a turn that already holds a slot here; waiting for another would
-        # deadlock a busy device until the very turn it steers ends.
-        holding = slot_held or not ask.extra_payload.get("targetCodexTurnId")
-        execution: Execution | None = None
-        try:
-            if not slot_held and holding:
-                await self.shared.slots.acquire()
-            execution = await self._prepare(ask, entry)
-            if execution is None:
-                if holding:
-                    self.shared.slots.release()
+    async def _start(self, admission: Admission, ask: wire.Ask, entry: Entry, fields: Any) -> None:
+        async with admission as started:  # on every path: out of the registry, slot back
+            # Another source may have taken the last slot during the read: an ASK goes back
+            # to its stream for an idle peer, else it waits here in line for a slot.
+            if not started.ready and entry.stream in self._agent_streams and \
+                    await self.fleet.requeue(entry, fields):
                 return
-            execution.handle.holds_slot = holding
-        finally:
+            admitted = await started.slot()
+            execution = await self._prepare(ask, entry, started.run)
             if execution is None:
-                self.runs.abandon(SOURCE, message_id)
-        # A cancel that came while we prepared applies now; the registry gives the slot back.
-        run = self.runs.register(execution.handle)
-        run.task = asyncio.current_task()
-        try:
+                return
+            if not admitted:  # cancelled while it waited for a slot: nothing ran
+                await self._guard(execution.reporter.finish("CANCELLED", reason=started.run.reason))
+                return
+            started.register()
             await self._guard(execution.run())
-        finally:
-            self.runs.finish(run)
 
-    async def _prepare(self, ask: wire.Ask, entry: Entry) -> Execution | None:
+    async def _prepare(self, ask: wire.Ask, entry: Entry, run: Run) -> Execution | None:
         """An Execution to run, or None when the ASK was answered without running."""
         reporter = Reporter(self.shared, ask.header, entry)
         try:
@@ -415,8 +410,7 @@ class Gateway:
                 await self._poison(entry, BadCommand(f"unusable task ({type(exc).__name__})",
                                                      ask.header))
                 return None
-            local = self.runs.get(SOURCE, ask.header.message_id) is not None
-            verdict, record = await classify_start(self.shared, ask.header, local)
+            verdict, record = await classify_start(self.shared, ask.header)
             if verdict == "skip":
                 await self.shared.ack(entry)
                 self.shared.stats["skipped"] += 1  # counted once acked: dropped for good
@@ -427,7 +421,8 @@ class Gateway:
                 await reporter.finish("FAILED", code="agent_restarted",
                                       message="the worker running this task stopped; it was not re-run")
             elif routed := await self.fleet.admit(ask, entry):  # None: forwarded or failed
-                return Execution(self.shared, routed, task if routed is ask else routed.to_task(), entry)
+                return Execution(self.shared, routed, task if routed is ask else routed.to_task(),
+                                 entry, run)
         except Exception:
             self.shared.stats["errors"] += 1
             logger.exception("could not start a gateway task")

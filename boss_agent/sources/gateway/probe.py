@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
 
+from boss_agent.errors import MissingGroup
 from boss_agent.sources.gateway import keys
 
 
@@ -33,7 +33,7 @@ async def group_pending(redis: aioredis.Redis, stream: str, group: str,
     """``{"pending": the group's, "mine": worker_id's}``, or None without stream or group."""
     try:
         summary = await redis.xpending(stream, group)
-    except ResponseError:  # no stream or no group yet: the worker creates both at start
+    except MissingGroup:  # no stream or no group yet: the worker creates both at start
         return None
     mine = 0
     for consumer in summary.get("consumers") or ():

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from redis.exceptions import ResponseError
 from redis.typing import StreamIdT
 
+from boss_agent.errors import MissingGroup
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.execution import Entry, Shared
 
@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 PAGE = 100  # pending entries per XPENDING page
 RECLAIM_PAGES = 10  # pages a round looks at per stream; the cursor resumes next round
 
-Dispatch = Callable[..., Awaitable[None]]  # (entry, fields, *, slot_held) -> None
+Dispatch = Callable[[Entry, Any], Awaitable[None]]  # (entry, fields): the gateway handles it like a fresh read
 
 
 class Reclaimer:
@@ -40,9 +40,7 @@ class Reclaimer:
     async def round(self, stream: str) -> None:
         try:
             await self._pages(stream)
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
+        except MissingGroup:
             # Redis restarted without its data: nothing is pending, and the readers
             # recreate the group on their next read.
             self.cursor.pop(stream, None)
@@ -76,4 +74,4 @@ class Reclaimer:
             self.shared.stats["reclaimed"] += 1
             logger.warning("reclaimed a pending entry of a worker that is gone")
             fields_: Any = fields or {}
-            await self.dispatch(Entry(stream, eid.decode()), fields_, slot_held=False)
+            await self.dispatch(Entry(stream, eid.decode()), fields_)

@@ -10,6 +10,11 @@ them (``exec:{execution_id}`` and ``msg_map:{message_id}``), so the SDK's
 ``GatewayClient.cancel_task`` finds this worker and cascades. Records are changed
 with optimistic WATCH/MULTI transactions: the client marks CANCELLING in the same
 hash while we mark RUNNING, and neither write may lose the other.
+
+"Registry" here is by-framework's word for these Redis keys (``registry:…``). It is
+not the daemon's ``RunRegistry`` (``sources/inflight.py``: the runs in flight, in
+memory) nor the fleet's thread publication (``contract.FleetThreads``: which worker
+holds a Codex thread, ``fleet.py``).
 """
 
 from __future__ import annotations
@@ -23,9 +28,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import WatchError
 
-from boss_agent.errors import DuplicateWorker
+from boss_agent.errors import DuplicateWorker, WatchedKeyChanged
 from boss_agent.lifecycles import EXECUTION, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import now_ms
@@ -224,7 +228,7 @@ class ExecutionRecords:
                     self._write(pipe, reg, message_id, new)
                     await pipe.execute()
                     return new
-                except WatchError:
+                except WatchedKeyChanged:
                     continue
         raise RuntimeError("execution record kept changing under us")
 

@@ -1,8 +1,9 @@
 """How the gateway rides out Redis outages: ``RedisRetry``, apart from the loops.
 
-A classifier says which Redis errors are worth retrying (the connection dropped,
-timed out, the server is loading or restarting); everything else is fatal for
-that one operation. The waits are the shared ``Backoff`` family's (jittered
+A classifier says which Redis errors are worth retrying: ``RedisUnavailable`` (the
+connection dropped, timed out, the server is loading, read-only or failing over), as
+``redis_errors.map_error`` classes them; everything else is fatal for that one
+operation. The waits are the shared ``Backoff`` family's (jittered
 exponential with a cap, reset after every success). Tests inject ``FAST_POLICY``.
 """
 
@@ -11,21 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import redis.exceptions as rex
-
 from boss_agent.backoff import Backoff
-
-_RETRYABLE = (rex.ConnectionError, rex.TimeoutError, rex.BusyLoadingError, ConnectionError,
-              TimeoutError, OSError)
+from boss_agent.errors import RedisUnavailable
+from boss_agent.sources.gateway.redis_errors import map_error
 
 
 def is_retryable(exc: BaseException) -> bool:
     """True for a Redis error that a later attempt may not hit (outage, restart, failover)."""
-    if isinstance(exc, rex.ResponseError):
-        text = str(exc)
-        # A replica promoted mid-outage, or a server still loading its data set.
-        return text.startswith(("READONLY", "LOADING", "MASTERDOWN", "TRYAGAIN"))
-    return isinstance(exc, _RETRYABLE)
+    return isinstance(map_error(exc), RedisUnavailable)  # raw redis-py errors are mapped too
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 ``parse_command`` turns one stream entry (``{b"data": b"<json>"}``) into a typed,
 validated command or raises ``BadCommand``; nothing is ever unpickled. The event
 builders produce exactly the dicts by-framework 0.2.1's ``GatewayDataEmitter``
-writes (checked field by field in tests/test_gateway_wire.py), so Boss consumers
+writes (checked field by field in tests/peers/redis/test_gateway_wire.py), so Boss consumers
 cannot tell the two apart.
 """
 

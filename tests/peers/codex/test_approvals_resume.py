@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from boss_agent.daemon.runtime import gateway_state
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.gateway.wire import CT_USER_INPUT
 from tests.support.approvals import TURN_WAIT_S, first_form, gateway_on_codex
@@ -63,8 +62,8 @@ async def test_only_a_resume_naming_the_form_in_the_tasks_own_session_accepts(
             await resume(client, "s-r", "msg-r", "accept")  # the second tap, after the next form opened
             await resume(client, "s-r", "msg-r", {"formId": second["formId"], "decision": "decline"})
             events = await read_events(redis, "s-r", "msg-r", timeout=TURN_WAIT_S)
-            counts = dict(gateway.status["counts"])
-            state = gateway_state(gateway.status)  # what `boss-agent status` shows
+            counts = dict(gateway.info["counts"])
+            state = gateway.status()  # what `boss-agent status` shows
     await redis.aclose()
     assert (workdir / "one.txt").exists()
     assert not (workdir / "two.txt").exists()  # before the fix: the second tap accepted it

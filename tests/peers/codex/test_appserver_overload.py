@@ -26,7 +26,7 @@ from boss_agent.appserver.rpc import Dispatcher
 from boss_agent.errors import METHOD_NOT_FOUND, SERVER_OVERLOADED, ServerOverloaded
 from tests.support.appserver import codex_settings
 
-BURST = 3000  # facts §3i: 3000 pipelined config/read gave ~700 overload replies
+BURST = 3000  # on codex 0.171, 3000 pipelined config/read got ~700 overload replies
 BURST_TIMEOUT_S = 60
 CONCURRENT_CALLS = 400
 SERVER_REQUESTS = {0: "item/commandExecution/requestApproval", 1: "item/fileChange/requestApproval",

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from boss_agent.daemon.lifecycle import READY, WATCHDOG, Watchdog, sd_notify
+from boss_agent.daemon.process import READY, WATCHDOG, Watchdog, sd_notify
 
 RECV_TIMEOUT_S = 10
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 
-from boss_agent.daemon.lifecycle import ShutdownController
+from boss_agent.daemon.process import ShutdownController
 
 EVENT_TIMEOUT_S = 10
 LONG_S = 600  # a grace period no test waits out

@@ -102,7 +102,7 @@ async def test_a_form_carries_its_id_and_a_duplicate_or_stray_resume_never_answe
         await resume(client, "s1", "msg-two", "accept")  # nor does a plain string
         await resume(client, "s1", "msg-two", "decline")  # but it may decline the form it saw
         await read_events(redis, "s1", "msg-two")
-        counts = gateway.status["counts"]
+        counts = gateway.info["counts"]
     assert runner.decisions == ["decline", "decline"]
     assert counts.get("resume_dropped") == 4, counts
 
@@ -119,7 +119,7 @@ async def test_a_withdrawn_form_is_announced_and_a_resume_for_it_is_dropped(redi
         await resume(client, "s1", "msg-w", {"formId": "apr_w", "decision": "accept"})
         await resume(client, "s1", "msg-w", {"formId": "apr_after", "decision": "decline"})
         await read_events(redis, "s1", "msg-w")
-        counts = gateway.status["counts"]
+        counts = gateway.info["counts"]
     assert [(f["formId"], f["formStatus"]) for f in forms] == [("apr_w", 0), ("apr_w", 2), ("apr_after", 0)]
     assert forms[1]["withdrawReason"] == "resolved"
     assert runner.decisions == ["decline"] and counts.get("resume_dropped") == 1

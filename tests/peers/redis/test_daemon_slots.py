@@ -19,7 +19,6 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
-from boss_agent.sources.boss.runs import TaskRuns
 from boss_agent.sources.inflight import RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
 from tests.support.config import make_config
@@ -72,12 +71,11 @@ async def test_wait_free_returns_when_a_slot_frees_and_takes_nothing() -> None:
 async def test_a_boss_task_waiting_in_line_for_a_slot_stops_waiting_when_cancelled() -> None:
     slots = Slots(1)
     await slots.acquire()  # the gateway's task holds the device's one slot
-    runs = TaskRuns(None, None, None, None, None, 1, lambda: None, RunRegistry(slots))  # type: ignore[arg-type]
-    cancel = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        waiting = tg.create_task(runs._slot_or_cancel(cancel))
+    runs = RunRegistry(slots)
+    async with runs.admit("boss", "t1") as admission, asyncio.TaskGroup() as tg:
+        waiting = tg.create_task(admission.slot())
         await eventually(lambda: slots.waiting == 1)
-        cancel.set()
+        runs.cancel("boss", "t1")
     assert waiting.result() is False
     assert slots.waiting == 0 and slots.used == 1
     slots.release()

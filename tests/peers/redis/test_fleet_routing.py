@@ -123,7 +123,7 @@ async def test_a_follow_up_read_by_another_worker_is_forwarded_to_the_thread_hol
     assert [t.task_id for t in reader.tasks] == []
     assert [t.task_id for t in holder.tasks] == ["m-f1", "m-f2"]
     assert record["status"] == "COMPLETED" and record["worker_id"] == "w1"
-    assert w2.status["counts"]["forwarded"] == 1
+    assert w2.info["counts"]["forwarded"] == 1
     assert next(e for e in events if e.event_type == "finalAnswer").metadata["codexThreadRef"] == "thread-m-f1"
 
 
@@ -164,7 +164,7 @@ async def test_a_steer_over_redis_reaches_the_live_turn_without_waiting_for_a_sl
         long_record = await record_of(redis, "s-st", "m-long")
         holder.gate.set()
         await read_events(redis, "s-st", "m-long")
-        forwarded = w2.status["counts"]["forwarded"]
+        forwarded = w2.info["counts"]["forwarded"]
     await redis.aclose()
     steer = holder.tasks[-1]
     assert steer.target_turn_id == turn and steer.codex_thread_ref == "thread-m-long"
@@ -187,7 +187,7 @@ async def test_a_project_task_goes_only_to_a_worker_that_has_the_project(redis_s
         await eventually(lambda: any(t.task_id == "m-hold" for t in web.tasks))
         w2, job2 = await _serve(_with_projects(redis_server.url, (AGENT,), {"api": tmp_path}), api, "w-api")
         await ask(client, "s-p", "build web", "m-web", extra_payload={"projectId": "web"})
-        await eventually(lambda: w2.status["counts"].get("forwarded") == 1)
+        await eventually(lambda: w2.info["counts"].get("forwarded") == 1)
         await ask(client, "s-p", "build nothing", "m-none", extra_payload={"projectId": "mobile"})
         none = await read_events(redis, "s-p", "m-none")
         web.gate.set()
@@ -279,7 +279,7 @@ async def test_two_copies_of_one_ask_on_one_worker_run_once(redis_server) -> Non
             pipe.xadd("byai_gateway:ctrl:worker:w1", {"data": json.dumps(command)})
         await pipe.execute()
         events = await read_events(redis, "s-twice", "m-twice")
-        await eventually(lambda: gateway.status["counts"].get("skipped", 0) + gateway.status["counts"].get(
+        await eventually(lambda: gateway.info["counts"].get("skipped", 0) + gateway.info["counts"].get(
             "completed", 0) == 2)
         pending = await redis.xpending("byai_gateway:ctrl:worker:w1", "agent_engines")
     await redis.aclose()
@@ -297,7 +297,7 @@ async def test_registry_keys_of_the_wrong_type_do_not_stop_the_worker(redis_serv
     async with running_gateway(redis_server.url, runner, "w1") as gateway:
         await ask(sdk_client(redis), "s-wt", "hello", "m-wt")
         events = await read_events(redis, "s-wt", "m-wt")
-        await eventually(lambda: gateway.status["ready"])
+        await eventually(lambda: gateway.info["ready"])
     await redis.aclose()
     assert events[-1].event_type == "appStreamResponse"
     assert [t.task_id for t in runner.tasks] == ["m-wt"]
@@ -328,7 +328,7 @@ async def test_a_collaboration_goes_to_the_worker_holding_both_threads_or_fails(
         await read_events(redis, "s-c", "m-both")
         await read_events(redis, "s-c", "m-split")
         both, split = [await record_of(redis, "s-c", m) for m in ("m-both", "m-split")]
-        forwarded = w2.status["counts"].get("forwarded", 0)
+        forwarded = w2.info["counts"].get("forwarded", 0)
     await redis.aclose()
     assert both["status"] == "COMPLETED" and both["worker_id"] == "w1"
     assert [t.task_id for t in holder.tasks] == ["m-src", "m-dst", "m-both"]

@@ -69,7 +69,7 @@ async def test_an_approval_is_asked_with_the_sdk_form_and_answered_by_a_resume(r
         assert form["pluginMachineFields"][0]["fieldCode"] == "user_input"
         assert "run the tests" in form["pluginMachineFields"][0]["description"]
         assert (await record_of(redis, "s1", "msg-2"))["status"] == "WAITING_USER"
-        assert gateway.status["suspended"] == 1
+        assert gateway.info["suspended"] == 1
         await resume(client, "s1", "msg-2", {"formId": form["formId"], "decision": "accept"})
         events = await read_events(redis, "s1", "msg-2")
     assert runner.decisions["msg-2"] == "accept"
@@ -141,7 +141,7 @@ async def test_a_poison_entry_is_acked_as_failed_and_the_next_task_still_runs(re
         events = await read_events(redis, "s1", "msg-bad")
         await ask(sdk_client(redis), "s1", "echo fine", "msg-ok")
         await read_events(redis, "s1", "msg-ok")
-        assert gateway.status["counts"]["poison"] == 3
+        assert gateway.info["counts"]["poison"] == 3
     assert events[-2].state_msg.startswith("unsupported_intent")
     record = await record_of(redis, "s1", "msg-bad")
     assert record["status"] == "FAILED" and record["error"]["code"] == "unsupported_intent"
@@ -169,7 +169,7 @@ async def test_a_resume_read_by_another_worker_is_forwarded_to_the_one_holding_t
                                           "status": "COMPLETED",
                                           "reply_data": {"formId": form_id, "decision": "accept"}})
             events = await read_events(redis, "s1", "msg-f")
-            assert other.status["counts"]["forwarded"] == 1
+            assert other.info["counts"]["forwarded"] == 1
     assert runner.decisions["msg-f"] == "accept" and delta_text(events[-2]) == "ok accept"
 
 
@@ -248,7 +248,7 @@ async def test_after_stop_accepting_running_tasks_finish_and_new_ones_stay_queue
         await asyncio.wait_for(runner.started_event("msg-drain").wait(), 15)
         gateway.stop_accepting()
         await ask(client, "s1", "echo later", "msg-later")
-        assert not gateway.status["accepting"]
+        assert not gateway.info["accepting"]
         runner.gate.set()
         await asyncio.wait_for(gateway.wait_idle(), 15)
         assert (await record_of(redis, "s1", "msg-drain"))["status"] == "COMPLETED"

@@ -69,7 +69,7 @@ async def test_a_vanished_lease_is_taken_again_with_its_membership_and_a_taken_o
 async def test_an_idle_worker_beats_with_one_command_and_counts_nothing_it_has_not_read(redis_server):
     redis = sdk_redis(redis_server.url)
     async with running_gateway(redis_server.url, ScriptRunner(), timing=BEATING) as gateway:
-        await eventually(lambda: gateway.status["pending"] == 0)  # the start counted once
+        await eventually(lambda: gateway.info["pending"] == 0)  # the start counted once
         await eventually(lambda: _calls_of(redis, "getex", 1))  # start-up's reads are over
         before = await _calls(redis)
         # Three beats go by (each refreshes the lease with one GETEX)...

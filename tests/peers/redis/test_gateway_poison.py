@@ -64,7 +64,7 @@ async def test_a_deeply_nested_entry_is_poison_and_the_daemon_serves_the_next_as
             "message_id": "msg-types", "session_id": "s1", "trace_id": "t"},
             "body": {"content": "x", "extra_payload": {"attempt": 10 ** 400}}})})
         await _serves_next_ask(redis, "msg-ok")
-        await eventually(lambda: daemon.gateway.status["counts"].get("poison", 0) >= 2)
+        await eventually(lambda: daemon.gateway.info["counts"].get("poison", 0) >= 2)
         daemon.write_state()
         state = read_state(daemon.config.state_dir)
         assert state["gateway_poison"] >= 2
@@ -77,7 +77,7 @@ async def test_an_entry_over_the_size_cap_is_poison_without_parsing(tmp_path: Pa
     async with running_daemon(tmp_path, redis_server.url) as daemon:
         # Valid JSON, so only the cap can make it poison.
         await redis.xadd(STREAM, {"data": json.dumps({"pad": "x" * wire.MAX_ENTRY_BYTES})})
-        await eventually(lambda: daemon.gateway.status["counts"].get("poison", 0) == 1)
+        await eventually(lambda: daemon.gateway.info["counts"].get("poison", 0) == 1)
         await _serves_next_ask(redis, "msg-ok")
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
     await redis.aclose()
@@ -93,8 +93,8 @@ async def test_a_poison_entry_reclaimed_from_a_dead_peer_does_not_stop_the_daemo
     [(entry_id, _)] = (await redis.xrange(STREAM))
     await redis.xclaim(STREAM, GROUP, "ghost", 0, [entry_id], idle=10 ** 8)
     async with running_daemon(tmp_path, redis_server.url) as daemon:
-        await eventually(lambda: daemon.gateway.status["counts"].get("reclaimed", 0) == 1)
+        await eventually(lambda: daemon.gateway.info["counts"].get("reclaimed", 0) == 1)
         await _serves_next_ask(redis, "msg-ok")
-        assert daemon.gateway.status["counts"]["poison"] == 1
+        assert daemon.gateway.info["counts"]["poison"] == 1
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
     await redis.aclose()

@@ -54,7 +54,7 @@ async def test_a_dead_workers_entries_behind_a_page_of_live_ones_are_all_reclaim
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w1", max_concurrent=8) as gateway:
         await eventually(lambda: _all_completed(redis, dead_ids), timeout=60)
-        assert gateway.status["counts"]["reclaimed"] == DEAD
+        assert gateway.info["counts"]["reclaimed"] == DEAD
     assert sorted(runner.runs) == sorted(dead_ids)
     summary = await redis.xpending(STREAM, GROUP)
     assert summary["pending"] == BUSY

@@ -100,7 +100,7 @@ async def test_a_task_of_a_killed_worker_is_reclaimed_and_reported_failed_not_re
     runner = ScriptRunner()
     async with running_gateway(redis_server.url, runner, "w-survivor") as gateway:
         events = await read_events(redis, "s1", "msg-k")
-        assert gateway.status["counts"]["reclaimed"] == 1
+        assert gateway.info["counts"]["reclaimed"] == 1
     record = await record_of(redis, "s1", "msg-k")
     assert record["status"] == "FAILED" and record["error"]["code"] == "agent_restarted"
     assert record["worker_id"] == "w-survivor" and runner.runs == []
@@ -151,7 +151,7 @@ async def test_a_task_that_reached_a_terminal_state_is_never_run_twice(redis_ser
         await ask(sdk_client(redis), "s1", "echo once", "msg-once")
         await read_events(redis, "s1", "msg-once")
         await redis.xadd(STREAM, raw_ask("msg-once", "echo once"))  # a replay
-        await eventually(lambda: gateway.status["counts"].get("skipped") == 1)
+        await eventually(lambda: gateway.info["counts"].get("skipped") == 1)
     assert runner.runs == ["msg-once"]
     assert (await redis.xpending(STREAM, GROUP))["pending"] == 0
 
@@ -163,7 +163,7 @@ async def test_a_redis_restart_mid_task_is_survived(redis_server):
         await ask(sdk_client(redis), "s1", "hold", "msg-r1")
         await asyncio.wait_for(runner.started_event("msg-r1").wait(), WAIT_S)
         redis_server.stop()
-        await eventually(lambda: not gateway.status["connected"])
+        await eventually(lambda: not gateway.info["connected"])
         redis_server.start()  # same port, empty data set: groups, lease, membership gone
         runner.gate.set()
         events = await read_events(redis, "s1", "msg-r1")

@@ -65,7 +65,7 @@ async def test_a_gateway_that_keeps_failing_leaves_the_boss_source_claiming_and_
             assert not job.done()
             boss_result = cp.task(task_id)["result"]
             await redis.delete(control)  # repaired: the next restart serves again
-            await eventually(lambda: daemon.gateway.status["ready"], WAIT_S)
+            await eventually(lambda: daemon.gateway.info["ready"], WAIT_S)
             await ask(sdk_client(redis), "s1", "after the repair", "msg-back",
                       extra_payload={"intentCategory": "conversation_reply"})
             events = await read_events(redis, "s1", "msg-back", timeout=60)

@@ -1,4 +1,4 @@
-"""The daemon's process lifecycle: one instance, systemd notifications, graceful stop.
+"""The daemon's process: one instance, systemd notifications, signals and the graceful stop.
 
 Three independent pieces the daemon wires into its main loop:
 
