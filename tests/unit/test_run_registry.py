@@ -11,11 +11,11 @@ import asyncio
 
 import pytest
 
+from boss_agent.config import load_config
 from boss_agent.sources.gateway import Gateway
 from boss_agent.sources.slots import Slots
 from boss_agent.sources.inflight import Run, RunRegistry
 from boss_agent.tasks import Task, TaskResult, TaskSink
-from tests.support.gateway import gateway_config
 from tests.support.waits import eventually
 
 BOUND_S = 5.0
@@ -252,7 +252,8 @@ async def test_a_forced_cancel_does_not_wait_for_the_grace_and_a_shutdown_abort_
 
 async def test_a_gateway_is_idle_when_its_own_runs_end_though_a_boss_run_goes_on() -> None:
     runs = RunRegistry(Slots(2))
-    gateway = Gateway(gateway_config("redis://127.0.0.1:9/0"), ThreadRunner(), worker_id="w1",
+    config = load_config(overrides={"gateway.redis_url": "redis://127.0.0.1:9/0"}, environ={})
+    gateway = Gateway(config, ThreadRunner(), worker_id="w1",
                       max_concurrent=2, runs=runs)  # never connects: only its registry is read
     try:
         boss = runs.admit("boss", "t1").register()
