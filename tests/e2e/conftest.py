@@ -2,7 +2,7 @@
 
 Every test below this folder is marked ``e2e``. The modules that drive the reference
 gateway peer (``by-framework``, which needs Python 3.12: they import it or
-``tests.support.gateway``) are not collected on Python 3.11; the 3.11 pass of
+``tests.support.gateway``, or the bench) are not collected on Python 3.11; the 3.11 pass of
 scripts/test.sh runs the rest, and the 3.12 run runs them all.
 """
 
@@ -16,7 +16,8 @@ from tests.support.layer import apply_marker
 
 # Only the 3.11 pass leaves them out: on 3.12 a missing peer fails the import, loudly.
 HAS_GATEWAY_PEER = sys.version_info >= (3, 12)
-_USES_GATEWAY_PEER = re.compile(r"^\s*(from|import) (by_framework|tests\.support\.gateway)\b", re.M)
+# The bench drives the gateway peer too (rows 7, 11, 12b, 14).
+_USES_GATEWAY_PEER = re.compile(r"^\s*(from|import) (by_framework|tests\.support\.gateway|bench)\b", re.M)
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
