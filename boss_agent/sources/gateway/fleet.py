@@ -217,8 +217,10 @@ class Fleet:
         if not (keys.valid_id(thread_ref) and keys.valid_id(turn_id)):
             return
         self.turns[turn_id] = thread_ref
-        await self.hold(thread_ref)
+        # The live turn first: whoever sees the thread held here can steer its turn at once
+        # (hold() also writes the held list to disk before it returns).
         await self.redis.set(keys.turn_holder(turn_id), self.worker_id, ex=self.lease_ttl_s)
+        await self.hold(thread_ref)
 
     async def hold(self, thread_ref: str | None) -> None:
         """A thread this worker ran: held (most recently used), published, and stored."""
