@@ -180,6 +180,7 @@ class TurnSink(Sink):
         self.changed.set()
 
 
+@pytest.mark.codex_feature("immediate_steer")  # 0.150 holds a steer behind the response in flight
 async def test_a_steer_joins_the_running_turn_on_both_app_servers(peer: Peer) -> None:
     peer.arrange(STEER)
     workdir = peer.root / "work"
