@@ -6,15 +6,19 @@ drive it are in ``tests/support/desktop.py``. Every test below this folder is ma
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.desktop import spawn
+from tests.support.desktop import spawn, wm_running
 from tests.support.layer import apply_marker
 
 XVFB_READY_S = 20.0  # Xvfb writes its display number to -displayfd once it accepts clients
+WM_READY_S = 15.0  # openbox claims the screen within a second; a start that did not is tried again
+WM_STARTS = 3  # a clean-clone run once saw openbox never claim the screen (its start is not ours)
+WM_POLL_S = 0.1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,9 +38,23 @@ def desktop() -> Iterator[dict[str, str]]:
             number = pipe.readline().strip()  # blocks until Xvfb is ready (or exits: empty)
         assert number, "Xvfb did not start"
         env = {**os.environ, "DISPLAY": f":{number}"}
-        procs.append(spawn(["openbox"], env, stdout=subprocess.DEVNULL))
+        procs.append(_window_manager(env))
         yield env
     finally:
         for proc in reversed(procs):
             proc.kill()
             proc.wait(timeout=10)
+
+
+def _window_manager(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """openbox on the display, once it has claimed the screen (started again if it did not)."""
+    for _ in range(WM_STARTS):
+        wm = spawn(["openbox"], env, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + WM_READY_S
+        while time.monotonic() < deadline and wm.poll() is None:
+            if wm_running(env):
+                return wm
+            time.sleep(WM_POLL_S)  # polling another process's state: no event to wait on
+        wm.kill()
+        wm.wait(timeout=10)
+    raise AssertionError(f"openbox did not claim the screen in {WM_STARTS} starts")
