@@ -69,12 +69,17 @@ async def test_the_running_daemon_never_imported_the_cli_framework_nor_websocket
     assert proc.returncode == 0
 
 
-def test_a_bad_config_on_the_lean_start_is_still_one_line_and_exit_2(tmp_path: Path) -> None:
+def _run_with_config(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """The lean ``run`` start with a config file holding ``text``."""
     bad = tmp_path / "bad.toml"
-    bad.write_text("[codex]\napp_server_transport = 'carrier-pigeon'\n")
+    bad.write_text(text)
     env = {**_env(tmp_path), "PYTHONPROFILEIMPORTTIME": ""}
-    done = subprocess.run([sys.executable, "-m", "boss_agent", "--config", str(bad), "run"], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "boss_agent", "--config", str(bad), "run"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=EXIT_S, check=False)
+
+
+def test_a_bad_config_on_the_lean_start_is_still_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = _run_with_config(tmp_path, "[codex]\napp_server_transport = 'carrier-pigeon'\n")
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("boss-agent: config error:"), done.stderr
@@ -82,11 +87,7 @@ def test_a_bad_config_on_the_lean_start_is_still_one_line_and_exit_2(tmp_path: P
 
 
 def test_a_bad_gateway_id_makes_run_exit_2_with_one_line(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.toml"
-    bad.write_text("[gateway]\nenabled = true\nworker_id = 'x y'\n")
-    env = {**_env(tmp_path), "PYTHONPROFILEIMPORTTIME": ""}
-    done = subprocess.run([sys.executable, "-m", "boss_agent", "--config", str(bad), "run"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=EXIT_S, check=False)
+    done = _run_with_config(tmp_path, "[gateway]\nenabled = true\nworker_id = 'x y'\n")
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "gateway.worker_id" in lines[0], done.stderr
