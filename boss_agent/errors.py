@@ -35,8 +35,7 @@ that meets them, and chained with ``raise ... from exc``.
     │       │                       failing over; the retry policy retries exactly these
     │       ├── MissingGroup        NOGROUP (or UNBLOCKED: the stream went while a read waited)
     │       ├── GroupExists         BUSYGROUP: the consumer group is there already
-    │       ├── WrongType           WRONGTYPE: the key holds another kind of value
-    │       └── WatchedKeyChanged   a WATCHed key changed before EXEC: try the transaction again
+    │       └── WrongType           WRONGTYPE: the key holds another kind of value
     ├── ServiceError                `service install/uninstall`: systemctl/launchctl failed
     ├── IllegalTransition           a status moved where its lifecycle table has no move (a bug;
     │                               ``lifecycles.py``): ``lifecycle``, ``old``, ``new``
@@ -241,10 +240,6 @@ class GroupExists(RedisFailure):
 
 class WrongType(RedisFailure):
     """The key holds a value of another type (someone wrote over one of our keys)."""
-
-
-class WatchedKeyChanged(RedisFailure):
-    """A key WATCHed by an optimistic transaction changed before it executed."""
 
 
 class ServiceError(BossAgentError):

@@ -45,7 +45,7 @@ def gateway_config(redis_url: str, agent_types: tuple[str, ...] = (AGENT,)) -> C
 
 
 class ScriptRunner:
-    """A TaskRunner driven by the prompt: ``echo X``, ``approve X``, ``wait``, ``hold``, ``card``."""
+    """A TaskRunner driven by the prompt: ``echo X``, ``silent X``, ``approve X``, ``wait``, ``hold``, ``card``."""
 
     def __init__(self) -> None:
         self.gate = asyncio.Event()  # ``hold`` tasks finish when the test opens it
@@ -75,6 +75,8 @@ class ScriptRunner:
             if cancel.is_set():
                 return TaskResult("cancelled")
             return TaskResult("completed", result_text=f"{rest} {decision}")
+        if verb == "silent":  # the answer with nothing streamed before it
+            return TaskResult("completed", result_text=rest)
         if verb == "card":
             card = reduce(new_card().evolve(status="running"), {"method": "item/started", "params": {
                 "item": {"type": "agentMessage", "id": "m", "text": ""}}})

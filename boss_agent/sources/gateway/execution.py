@@ -32,6 +32,7 @@ from boss_agent.sources.slots import Slots
 from boss_agent.sources.gateway import wire
 from boss_agent.sources.gateway.registry import (
     ExecutionRecords,
+    Stored,
     with_status,
     worker_online,
 )
@@ -90,11 +91,14 @@ class Reporter:
     """Ends one task on the wire: closing events, terminal record, caller reply, ack."""
 
     def __init__(self, shared: Shared, header: wire.Header, entry: Entry | None,
-                 execution_id: str | None = None) -> None:
+                 execution_id: str | None = None, known: Stored | None = None) -> None:
         self.shared = shared
         self.header = header
         self.entry = entry
         self.execution_id = execution_id  # pinned after the first write
+        # The record as this worker last read or wrote it: the next write is then one
+        # compare-and-set, with no read before it (registry.ExecutionRecords.update).
+        self.stored = known
         self.publisher = Publisher(shared.redis, shared.context(header), shared.policy,
                                    sub_agent=bool(header.source_agent_type))
         self.acked = entry is None
@@ -112,9 +116,14 @@ class Reporter:
         """
         header, worker_id = self.header, self.shared.worker_id
         written = False
+        attempted: dict[str, Any] | None = None
 
         def mutate(record: dict[str, Any] | None) -> dict[str, Any] | None:
-            nonlocal written
+            nonlocal written, attempted
+            if record is not None and record == attempted:
+                written = True  # our write landed but its reply was lost: the retry finds it
+                return None
+            written = False  # only the attempt that lands counts
             if record and record.get("status") in TERMINAL_EXECUTION:
                 return None
             if status == ExecutionStatus.RUNNING and record and _claimed_by_other(record, worker_id):
@@ -127,13 +136,19 @@ class Reporter:
                 "target_agent_type": header.target_agent_type,
                 "cancel_requested": False, "cancel_reason": ""}
             written = True
-            return with_status(record, status, worker_id=worker_id, **fields)
+            attempted = with_status(record, status, worker_id=worker_id, **fields)
+            return attempted
 
-        record = await self.shared.policy.call(
-            "record", self.shared.records.update, header.session_id, header.message_id, mutate,
-            self.execution_id)
-        if written and record:
-            self.execution_id = record["execution_id"]
+        async def write() -> Stored:
+            # A call that failed leaves the record unknown: its retry reads it afresh, and
+            # finds our own last attempt there when only the reply was lost.
+            known, self.stored = self.stored, None
+            return await self.shared.records.update(header.session_id, header.message_id, mutate,
+                                                    self.execution_id, known)
+
+        self.stored = await self.shared.policy.call("record", write)
+        if written:
+            self.execution_id = self.stored.execution_id
         return written
 
     async def finish(self, status: str, *, text: str = "", code: str = "", message: str = "",
@@ -200,11 +215,12 @@ class Execution:
     there): the cancel event and reason, and its hold on a device slot.
     """
 
-    def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry, handle: Run) -> None:
+    def __init__(self, shared: Shared, ask: wire.Ask, task: Task, entry: Entry, handle: Run,
+                 known: Stored | None = None) -> None:
         self.shared = shared
         self.ask = ask
         self.task = task
-        self.reporter = Reporter(shared, ask.header, entry)
+        self.reporter = Reporter(shared, ask.header, entry, known=known)  # known: the start check's read
         self.handle = handle
         handle.owner = self
         self.cancel = handle.cancel
@@ -299,21 +315,25 @@ class Execution:
         await self.reporter.set_status(ExecutionStatus.RUNNING)
 
 
-async def classify_start(shared: Shared, header: wire.Header) -> tuple[str, dict[str, Any]]:
+async def classify_start(shared: Shared, header: wire.Header) -> tuple[str, Stored]:
     """What to do with an ASK before running it: ``run``, ``skip``, ``orphaned``, ``cancelled``.
 
     (A second copy of a task this process already runs never gets here: the registry
     refuses to admit it.) A record carries ``worker_id`` only once a worker started the task (the client's
-    QUEUED record has none), so "started" means "has an owner".
+    QUEUED record has none), so "started" means "has an owner". The record read is
+    returned too: the RUNNING claim writes against it, with no second read.
     """
-    record = await shared.policy.call("record read", shared.records.get, header.session_id,
+    stored = await shared.policy.call("record read", shared.records.read, header.session_id,
                                       header.message_id)
-    record = record or {}
+    return await _verdict(shared, stored.record or {}), stored
+
+
+async def _verdict(shared: Shared, record: dict[str, Any]) -> str:
     owner = str(record.get("worker_id") or "")
     if record.get("status") in TERMINAL_EXECUTION:
-        return "skip", record
+        return "skip"
     if not owner:
-        return ("cancelled" if record.get("cancel_requested") else "run"), record
+        return "cancelled" if record.get("cancel_requested") else "run"
     if owner != shared.worker_id and await worker_online(shared.redis, owner):
-        return "skip", record  # a duplicate delivery of a task a live worker runs
-    return ("cancelled" if record.get("cancel_requested") else "orphaned"), record
+        return "skip"  # a duplicate delivery of a task a live worker runs
+    return "cancelled" if record.get("cancel_requested") else "orphaned"

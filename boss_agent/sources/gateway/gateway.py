@@ -410,7 +410,8 @@ class Gateway:
                 await self._poison(entry, BadCommand(f"unusable task ({type(exc).__name__})",
                                                      ask.header))
                 return None
-            verdict, record = await classify_start(self.shared, ask.header)
+            verdict, stored = await classify_start(self.shared, ask.header)
+            record, reporter.stored = stored.record or {}, stored
             if verdict == "skip":
                 await self.shared.ack(entry)
                 self.shared.stats["skipped"] += 1  # counted once acked: dropped for good
@@ -422,7 +423,7 @@ class Gateway:
                                       message="the worker running this task stopped; it was not re-run")
             elif routed := await self.fleet.admit(ask, entry):  # None: forwarded or failed
                 return Execution(self.shared, routed, task if routed is ask else routed.to_task(),
-                                 entry, run)
+                                 entry, run, stored if routed.header == ask.header else None)
         except Exception:
             self.shared.stats["errors"] += 1
             logger.exception("could not start a gateway task")

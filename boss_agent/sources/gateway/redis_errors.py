@@ -29,7 +29,6 @@ from boss_agent.errors import (
     MissingGroup,
     RedisFailure,
     RedisUnavailable,
-    WatchedKeyChanged,
     WrongType,
 )
 
@@ -50,7 +49,6 @@ BY_REPLY: Mapping[str, type[RedisFailure]] = {
 }
 # redis-py's own classes (it strips the reply's word from their text).
 BY_CLASS: tuple[tuple[type[BaseException], type[RedisFailure]], ...] = (
-    (rex.WatchError, WatchedKeyChanged),
     # A replica promoted mid-outage, a server still loading its data set, a failover.
     (rex.ReadOnlyError, RedisUnavailable),
     (rex.TryAgainError, RedisUnavailable),

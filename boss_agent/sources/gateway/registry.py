@@ -7,9 +7,11 @@ lease it is); only a changed value (a ``[projects]`` reload) is written, by a
 compare-and-set script. Execution records live in the
 session registry hash exactly where by-framework's ``WorkerRegistry`` looks for
 them (``exec:{execution_id}`` and ``msg_map:{message_id}``), so the SDK's
-``GatewayClient.cancel_task`` finds this worker and cascades. Records are changed
-with optimistic WATCH/MULTI transactions: the client marks CANCELLING in the same
-hash while we mark RUNNING, and neither write may lose the other.
+``GatewayClient.cancel_task`` finds this worker and cascades. A record is changed by a
+compare-and-set script on its one field: the client marks CANCELLING in the same hash
+while we mark RUNNING, and neither write may lose the other. A writer that knows what it
+last read or wrote there (``Stored``) writes with that one script, no read first: a
+task's start claim and its end are four commands each (bench row 14).
 
 "Registry" here is by-framework's word for these Redis keys (``registry:…``). It is
 not the daemon's ``RunRegistry`` (``sources/inflight.py``: the runs in flight, in
@@ -25,18 +27,19 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
 
-from boss_agent.errors import DuplicateWorker, WatchedKeyChanged
+from boss_agent.errors import DuplicateWorker
 from boss_agent.lifecycles import EXECUTION, TERMINAL_EXECUTION, ExecutionStatus
 from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import now_ms
 
 logger = logging.getLogger(__name__)
 
-WATCH_ATTEMPTS = 20  # a session's records change a few times a second at most
+CAS_ATTEMPTS = 20  # a record changes a few times a second at most
 
 # Refresh the lease only while it still carries our token; re-take it if it vanished
 # (Redis restarted without persistence). Returns 1 refreshed, 2 re-taken, 0 lost.
@@ -174,18 +177,56 @@ def _decode(raw: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# Write one execution record if it still reads as the writer last saw it (a compare-and-set
+# on that one field: the client marks CANCELLING in the same hash while we mark RUNNING,
+# and neither write may lose the other). KEYS[1] the session registry; ARGV: the record's
+# execution id ('' = follow msg_map), the text expected there ('' = none), the msg_map
+# field, the exec field prefix, the new execution id, the new text, the TTL.
+# Returns {1} written, or {0, execution id, text} as found, for the writer to try again.
+_COMPARE_AND_SET = """
+local id = ARGV[1]
+if id == '' then id = redis.call('HGET', KEYS[1], ARGV[3]) or '' end
+local cur = ''
+if id ~= '' then cur = redis.call('HGET', KEYS[1], ARGV[4] .. id) or '' end
+if cur ~= ARGV[2] then return {0, id, cur} end
+redis.call('HSET', KEYS[1], ARGV[4] .. ARGV[5], ARGV[6], ARGV[3], ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+return {1}
+"""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One execution record as Redis held it when last read or written by this worker.
+
+    ``text`` is the field's exact value, what a compare-and-set expects to find there;
+    ``execution_id`` and ``text`` are empty when there was no record.
+    """
+
+    execution_id: str = ""
+    text: str = ""
+
+    @property
+    def record(self) -> dict[str, Any] | None:
+        return _decode(self.text) if self.text else None
+
+
+NO_RECORD = Stored()
+
+
 class ExecutionRecords:
     """Execution records in the session registry, the SDK's layout."""
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self.redis = redis
 
+    async def read(self, session_id: str, message_id: str) -> Stored:
+        """The record ``msg_map:{message_id}`` points to (two HGETs), or NO_RECORD."""
+        stored = await self._read(keys.session_registry(session_id), message_id, None)
+        return stored if stored.text else NO_RECORD
+
     async def get(self, session_id: str, message_id: str) -> dict[str, Any] | None:
-        reg = keys.session_registry(session_id)
-        execution_id = await self.redis.hget(reg, keys.MSG_MAP_FIELD + message_id)
-        if execution_id is None:
-            return None
-        return _decode(await self.redis.hget(reg, keys.EXEC_FIELD + keys.text(execution_id)))
+        return (await self.read(session_id, message_id)).record
 
     async def find(self, session_id: str, message_id: str, status: str) -> dict[str, Any] | None:
         """A record of ``message_id`` in ``status``, wherever ``msg_map`` points.
@@ -207,51 +248,45 @@ class ExecutionRecords:
     async def update(
         self, session_id: str, message_id: str,
         mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None],
-        execution_id: str | None = None,
-    ) -> dict[str, Any] | None:
+        execution_id: str | None = None, known: Stored | None = None,
+    ) -> Stored:
         """Atomically read-modify-write one record; ``mutate`` returns None to leave it.
 
         The record is the one ``msg_map:{message_id}`` points to, or ``execution_id``'s
         when given (a task keeps its own record even after a RESUME re-pointed the map).
+        ``known`` is the record as this worker last read or wrote it: the write is then
+        one compare-and-set (four commands) with no read before it, and a record changed
+        since is read back by the same script and ``mutate`` applied to it again.
         Returns the record as written (or as found, when mutate declined).
         """
         reg = keys.session_registry(session_id)
-        for _ in range(WATCH_ATTEMPTS):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(reg)
-                    current = await self._read(pipe, reg, message_id, execution_id)
-                    new = mutate(dict(current) if current else None)
-                    if new is None:
-                        await pipe.unwatch()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
-                        return current
-                    self._write(pipe, reg, message_id, new)
-                    await pipe.execute()
-                    return new
-                except WatchedKeyChanged:
-                    continue
+        current = known if known is not None else await self._read(reg, message_id, execution_id)
+        for _ in range(CAS_ATTEMPTS):
+            new = mutate(current.record)
+            if new is None:
+                return current
+            new_id = new.get("execution_id")
+            if not keys.valid_id(new_id):
+                new_id = new["execution_id"] = f"exec-{uuid.uuid4().hex[:8]}"
+            text = json.dumps(new, ensure_ascii=False)
+            # EVAL, not EVALSHA: Redis keeps the compiled script by its digest either way,
+            # and a Redis restarted without the script cache needs no reload step.
+            reply = await self.redis.eval(
+                _COMPARE_AND_SET, 1, reg, current.execution_id, current.text,
+                keys.MSG_MAP_FIELD + message_id, keys.EXEC_FIELD, new_id, text, keys.SESSION_TTL_S)
+            if int(reply[0]) == 1:
+                return Stored(str(new_id), text)
+            current = Stored(keys.text(reply[1]), keys.text(reply[2]))
         raise RuntimeError("execution record kept changing under us")
 
-    @staticmethod
-    async def _read(pipe: Any, reg: str, message_id: str,
-                    execution_id: str | None) -> dict[str, Any] | None:
+    async def _read(self, reg: str, message_id: str, execution_id: str | None) -> Stored:
         if execution_id is None:
-            raw_id = await pipe.hget(reg, keys.MSG_MAP_FIELD + message_id)
-            if raw_id is None:
-                return None
-            execution_id = raw_id.decode()
-        return _decode(await pipe.hget(reg, keys.EXEC_FIELD + execution_id))
-
-    @staticmethod
-    def _write(pipe: Any, reg: str, message_id: str, record: dict[str, Any]) -> None:
-        execution_id = record.get("execution_id")
-        if not keys.valid_id(execution_id):
-            execution_id = record["execution_id"] = f"exec-{uuid.uuid4().hex[:8]}"
-        pipe.multi()
-        # One HSET for both fields: a task writes its record twice, each a command fewer.
-        pipe.hset(reg, mapping={keys.EXEC_FIELD + execution_id: json.dumps(record, ensure_ascii=False),
-                                keys.MSG_MAP_FIELD + message_id: execution_id})
-        pipe.expire(reg, keys.SESSION_TTL_S)
+            found = await self.redis.hget(reg, keys.MSG_MAP_FIELD + message_id)
+            if found is None:
+                return NO_RECORD
+            execution_id = keys.text(found)
+        raw = await self.redis.hget(reg, keys.EXEC_FIELD + execution_id)
+        return Stored(execution_id, keys.text(raw) if raw is not None else "")
 
 
 def with_status(record: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:

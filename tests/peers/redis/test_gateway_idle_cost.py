@@ -14,7 +14,16 @@ import pytest
 from boss_agent.errors import DuplicateWorker
 from boss_agent.sources.gateway import GatewayTiming
 from boss_agent.sources.gateway.registry import WorkerPresence
-from tests.support.gateway import AGENT, ScriptRunner, running_gateway, sdk_redis
+from tests.support.gateway import (
+    AGENT,
+    STREAM,
+    ScriptRunner,
+    raw_ask,
+    read_events,
+    record_of,
+    running_gateway,
+    sdk_redis,
+)
 from tests.support.waits import eventually
 
 pytestmark = pytest.mark.redis
@@ -23,6 +32,9 @@ LEASE = "byai_gateway:registry:worker:online:w1"
 MEMBERS = f"byai_gateway:registry:agent_type:workers:{AGENT}"
 # Beats fast, never reclaims during the test: what is left is the beat and the reads.
 BEATING = GatewayTiming(lease_ttl_s=2, heartbeat_s=0.2, read_block_ms=30_000, reclaim_interval_s=600)
+# Never beats, reads or reclaims on its own during the test: every command counted is the task's.
+QUIET = GatewayTiming(lease_ttl_s=600, heartbeat_s=300, read_block_ms=300_000, reclaim_interval_s=600)
+TASK_COMMANDS = 15  # issue 31: what one task may cost Redis through one worker
 
 
 async def _calls(redis) -> dict[str, int]:
@@ -92,9 +104,106 @@ async def test_a_record_write_sets_the_record_and_its_message_map_in_one_command
     before = await _calls(redis)
     written = await records.update("s1", "msg-1", lambda _: with_status({"message_id": "msg-1"}, "RUNNING"))
     spent = _spent(before, await _calls(redis))
-    assert written is not None
+    assert written.record is not None
     assert spent.get("hset") == 1, spent  # not one per field
     stored = await redis.hgetall("byai_gateway:session:s1:registry")
-    assert stored["msg_map:msg-1"] == written["execution_id"]
-    assert json.loads(stored[f"exec:{written['execution_id']}"])["status"] == "RUNNING"
+    assert stored["msg_map:msg-1"] == written.execution_id == written.record["execution_id"]
+    assert json.loads(stored[f"exec:{written.execution_id}"])["status"] == "RUNNING"
     assert 0 < await redis.ttl("byai_gateway:session:s1:registry")
+
+
+@pytest.mark.parametrize("queued_by_client", [True, False], ids=["sdk-queued", "bare-ask"])
+async def test_one_task_costs_redis_at_most_15_commands_and_still_ends_once(redis_server, queued_by_client):
+    """Read, start check, RUNNING, events, terminal record, ack: each a command or a few.
+
+    The SDK client writes a QUEUED record before its ASK (``initialize_execution``); a
+    bare ASK (bench row 14's) has none. Either way the record ends COMPLETED, written by
+    this worker, with the answer on the stream once. The task streams nothing before
+    its answer: each streamed batch is one XADD more, its answer's own cost.
+    """
+    from by_framework.core.registry import WorkerRegistry
+
+    redis = sdk_redis(redis_server.url)
+    async with running_gateway(redis_server.url, ScriptRunner(), timing=QUIET) as gateway:
+        await eventually(lambda: gateway.info["pending"] == 0)
+        if queued_by_client:
+            await WorkerRegistry(redis).initialize_execution({
+                "execution_id": "exec-q1", "message_id": "msg-1", "session_id": "s1", "trace_id": "t",
+                "status": "QUEUED", "source_agent_type": "client", "target_agent_type": AGENT,
+                "cancel_requested": False, "cancel_reason": ""})
+        before = await _calls(redis)
+        await redis.xadd(STREAM, raw_ask("msg-1", "silent hi"))
+        await eventually(lambda: gateway.info["counts"].get("completed", 0) == 1)
+        spent = _spent(before, await _calls(redis))
+    spent["xadd"] -= 1  # the client's ASK is not the worker's cost
+    events = await read_events(redis, "s1", "msg-1")
+    record = await record_of(redis, "s1", "msg-1")
+    assert sum(spent.values()) <= TASK_COMMANDS, spent
+    assert [e.event_type for e in events].count("finalAnswer") == 1
+    assert record["status"] == "COMPLETED" and record["worker_id"] == "w1"
+    assert [step["status"] for step in record["timeline"]][-2:] == ["RUNNING", "COMPLETED"]
+    if queued_by_client:
+        assert record["execution_id"] == "exec-q1"
+    assert 0 < await redis.ttl("byai_gateway:session:s1:registry")
+
+
+async def test_a_record_changed_since_it_was_read_is_written_over_the_change_not_instead_of_it(redis_server):
+    """The client marks a cancel between our read and our write: the compare-and-set
+    finds the change, hands it to the writer and writes again on top of it."""
+    from by_framework.core.registry import WorkerRegistry
+
+    from boss_agent.sources.gateway.registry import ExecutionRecords, with_status
+
+    redis = sdk_redis(redis_server.url)
+    sdk, records = WorkerRegistry(redis), ExecutionRecords(redis)
+    await sdk.initialize_execution({"execution_id": "exec-q1", "message_id": "msg-1", "session_id": "s1",
+                                    "status": "QUEUED", "cancel_requested": False})
+    known = await records.read("s1", "msg-1")
+    await sdk.update_execution_fields("exec-q1", "s1", cancel_requested=True, cancel_reason="stop")
+    seen: list[dict] = []
+
+    def mutate(record):
+        seen.append(dict(record))
+        return with_status(record, "RUNNING", worker_id="w1")
+
+    written = await records.update("s1", "msg-1", mutate, known=known)
+    record = await record_of(redis, "s1", "msg-1")
+    assert [r["cancel_requested"] for r in seen] == [False, True]
+    assert record == written.record
+    assert record["status"] == "RUNNING" and record["cancel_requested"] is True
+    assert record["cancel_reason"] == "stop" and record["execution_id"] == "exec-q1"
+
+
+async def test_a_status_write_whose_reply_was_lost_counts_as_written_when_retried(redis_server):
+    """Redis wrote the terminal record but the reply never came back: the retry finds our
+    own write there and reports the task (events, ack), not "ended elsewhere"."""
+    from boss_agent.errors import RedisUnavailable
+    from boss_agent.sources.gateway import wire
+    from boss_agent.sources.gateway.execution import Reporter, Shared
+    from boss_agent.sources.gateway.registry import ExecutionRecords
+    from boss_agent.sources.gateway.retry import FAST_POLICY
+    from boss_agent.sources.slots import Slots
+
+    class LostReply(ExecutionRecords):
+        lost = 0
+
+        async def update(self, *args, **kwargs):
+            written = await super().update(*args, **kwargs)
+            if self.lost == 0 and written.record and written.record["status"] == "COMPLETED":
+                self.lost += 1
+                raise RedisUnavailable("connection dropped after the write")
+            return written
+
+    redis = sdk_redis(redis_server.url)
+    records = LostReply(redis)
+    shared = Shared(redis, records, FAST_POLICY, "w1", "agent_engines", ScriptRunner(), Slots(1), AGENT)
+    header = wire.parse_header({"message_id": "msg-1", "session_id": "s1", "trace_id": "t"})
+    reporter = Reporter(shared, header, None)
+    assert await reporter.set_status("RUNNING")
+    await reporter.finish("COMPLETED", text="done")
+    events = await read_events(redis, "s1", "msg-1")
+    record = await record_of(redis, "s1", "msg-1")
+    assert records.lost == 1
+    assert record["status"] == "COMPLETED"
+    assert [e.event_type for e in events] == ["finalAnswer", "appStreamResponse"]
+    assert shared.stats["completed"] == 1
