@@ -8,9 +8,11 @@ then measures:
 1. idle footprint: the daemon's RSS and CPU (its codex child separately) over
    ``window`` seconds of heartbeats and long polls;
 2. claim-to-turn: submit -> the model request for the turn, through daemon + control
-   plane, against the runner called directly on the same task;
+   plane, against the runner called directly on the same task, in back-to-back pairs
+   (the order alternating) while the daemon runs; the added time is the median of the
+   pairs' differences;
 3. whole task: submit -> completed on the control plane, against the runner's
-   ``run`` called directly.
+   ``run`` called directly, from the same pairs.
 
 It prints the ratios and returns them as a dict.
 """
@@ -108,36 +110,53 @@ def _footprint(proc: psutil.Process, window_s: float) -> dict[str, float]:
             "children_cpu_pct": 100 * child_cpu / elapsed, "window_s": elapsed}
 
 
-async def _through_daemon(cp: ControlPlane, arrivals: Arrivals, workdir: Path,
-                          tasks: int) -> tuple[list[float], list[float]]:
-    to_turn, whole = [], []
-    for _ in range(tasks + WARMUP_TASKS):
-        seen = len(arrivals.times)
-        start = time.monotonic()
-        task_id = cp.submit_task("benchmark", workdir=str(workdir))
-        to_turn.append(await arrivals.next_after(seen) - start)
-        while cp.task(task_id)["status"] not in ("completed", "failed", "cancelled"):
-            await asyncio.sleep(POLL_S)
-        whole.append(time.monotonic() - start)
-        assert cp.task(task_id)["result"]["resultText"] == ANSWER, cp.task(task_id)["result"]
-    return to_turn[WARMUP_TASKS:], whole[WARMUP_TASKS:]
+async def _daemon_task(cp: ControlPlane, arrivals: Arrivals, workdir: Path) -> tuple[float, float]:
+    """One task through the control plane and the daemon: (submit -> turn's model request, whole)."""
+    seen = len(arrivals.times)
+    start = time.monotonic()
+    task_id = cp.submit_task("benchmark", workdir=str(workdir))
+    to_turn = await arrivals.next_after(seen) - start
+    while cp.task(task_id)["status"] not in ("completed", "failed", "cancelled"):
+        await asyncio.sleep(POLL_S)
+    whole = time.monotonic() - start
+    assert cp.task(task_id)["result"]["resultText"] == ANSWER, cp.task(task_id)["result"]
+    return to_turn, whole
 
 
-async def _direct(config: Any, home: Path, arrivals: Arrivals, workdir: Path,
-                  tasks: int) -> tuple[list[float], list[float]]:
-    to_turn, whole = [], []
+async def _direct_task(runner: Runner, arrivals: Arrivals, workdir: Path, index: int) -> tuple[float, float]:
+    """The same task through ``Runner.run`` called directly: (run() -> model request, whole)."""
+    task = Task(task_id=f"direct_{index}", prompt="benchmark", workdir=str(workdir))
+    seen = len(arrivals.times)
+    start = time.monotonic()
+    async with asyncio.TaskGroup() as tg:
+        run = tg.create_task(runner.run(task, NullSink(), asyncio.Event()))
+        to_turn = await arrivals.next_after(seen) - start
+    whole = time.monotonic() - start
+    assert run.result().result_text == ANSWER
+    return to_turn, whole
+
+
+async def _pairs(cp: ControlPlane, config: Any, home: Path, arrivals: Arrivals, workdir: Path,
+                 tasks: int) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """``tasks`` back-to-back pairs (daemon task, direct task), the order alternating.
+
+    Both paths are measured side by side while the daemon runs, each on its own warm
+    app-server: a slow moment of the machine moves both halves of a pair, not the
+    verdict (the paths used to be timed minutes apart, and 2a moved by 10 ms between runs).
+    """
+    pairs = []
     async with AppServer.from_config(config, codex_home=home) as app:
         runner = Runner(config, app, codex_home=home, env={"CODEX_HOME": str(home)})
         for index in range(tasks + WARMUP_TASKS):
-            task = Task(task_id=f"direct_{index}", prompt="benchmark", workdir=str(workdir))
-            seen = len(arrivals.times)
-            start = time.monotonic()
-            async with asyncio.TaskGroup() as tg:
-                run = tg.create_task(runner.run(task, NullSink(), asyncio.Event()))
-                to_turn.append(await arrivals.next_after(seen) - start)
-            whole.append(time.monotonic() - start)
-            assert run.result().result_text == ANSWER
-    return to_turn[WARMUP_TASKS:], whole[WARMUP_TASKS:]
+            if index % 2:
+                direct = await _direct_task(runner, arrivals, workdir, index)
+                daemon = await _daemon_task(cp, arrivals, workdir)
+            else:
+                daemon = await _daemon_task(cp, arrivals, workdir)
+                direct = await _direct_task(runner, arrivals, workdir, index)
+            if index >= WARMUP_TASKS:
+                pairs.append((daemon, direct))
+    return pairs
 
 
 def _daemon_env(root: Path, config: Any, home: Path, cp: ControlPlane, **extra: str) -> dict[str, str]:
@@ -202,19 +221,23 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
             env = _daemon_env(root, config, home, cp)
             async with _running_daemon(cp, env) as proc:
                 idle = await asyncio.to_thread(_footprint, psutil.Process(proc.pid), window_s)
-                daemon_turn, daemon_whole = await _through_daemon(cp, arrivals, workdir, tasks)
+                pairs = await _pairs(cp, config, home, arrivals, workdir, tasks)
             idle_gateway = await _idle_with_gateway(cp, env, root, window_s)
-        direct_turn, direct_whole = await _direct(config, home, arrivals, workdir, tasks)
+    daemon_turn, daemon_whole = [d[0] for d, _ in pairs], [d[1] for d, _ in pairs]
+    direct_turn, direct_whole = [r[0] for _, r in pairs], [r[1] for _, r in pairs]
     result = {
         **{f"idle_{k}": round(v, 3) for k, v in idle.items()},
         **{f"idle_gateway_{k}": round(v, 3) for k, v in idle_gateway.items()},
+        "pairs": len(pairs),
         "claim_to_turn_daemon_ms": round(statistics.median(daemon_turn) * 1000, 1),
         "claim_to_turn_direct_ms": round(statistics.median(direct_turn) * 1000, 1),
         "task_daemon_ms": round(statistics.median(daemon_whole) * 1000, 1),
         "task_direct_ms": round(statistics.median(direct_whole) * 1000, 1),
+        # The verdict's number: the median of the pairs' own differences.
+        "claim_to_turn_added_ms": round(statistics.median(
+            d[0] - r[0] for d, r in pairs) * 1000, 1),
+        "task_added_ms": round(statistics.median(d[1] - r[1] for d, r in pairs) * 1000, 1),
     }
-    result["claim_to_turn_added_ms"] = round(
-        result["claim_to_turn_daemon_ms"] - result["claim_to_turn_direct_ms"], 1)
     result["claim_to_turn_ratio"] = round(
         result["claim_to_turn_daemon_ms"] / result["claim_to_turn_direct_ms"], 2)
     result["task_ratio"] = round(result["task_daemon_ms"] / result["task_direct_ms"], 2)
