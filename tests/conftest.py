@@ -10,10 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -26,6 +23,7 @@ pytest.register_assert_rewrite("tests.support")
 from boss_agent.controlplane import ControlPlane  # noqa: E402
 from boss_agent.demo.scripted_model import ScriptedModel, write_codex_home  # noqa: E402
 from tests.support.controlplane import HTTP_TIMEOUT_S, FakeClock  # noqa: E402
+from tests.support.redis_process import RedisProcess, running  # noqa: E402
 from boss_agent.codexfeatures import CodexFeatures, detect  # noqa: E402
 from boss_agent.codexversion import NEWEST_TESTED, dotted  # noqa: E402
 
@@ -36,7 +34,6 @@ logging.getLogger("by-framework").addHandler(logging.NullHandler())
 REPO = Path(__file__).resolve().parents[1]
 # The release the committed full protocol snapshot and scripts/setup-common.sh pin.
 PINNED_CODEX_VERSION = dotted(NEWEST_TESTED)
-REDIS_START_TIMEOUT_S = 10
 
 
 def _find_codex() -> str:
@@ -131,13 +128,6 @@ def workdir(tmp_path: Path) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def redis_server_bin() -> str:
     found = shutil.which("redis-server")
@@ -146,50 +136,10 @@ def redis_server_bin() -> str:
     return found
 
 
-class RedisProcess:
-    """A real redis-server on a free loopback port, restartable on the same port."""
-
-    def __init__(self, binary: str, directory: Path) -> None:
-        self.binary = binary
-        self.directory = directory
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
-             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + REDIS_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def redis_server(tmp_path: Path, redis_server_bin: str) -> Iterator[RedisProcess]:
-    server = RedisProcess(redis_server_bin, tmp_path)
-    server.start()
-    try:
+    with running(RedisProcess(redis_server_bin, tmp_path)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

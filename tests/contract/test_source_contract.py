@@ -38,7 +38,7 @@ from boss_agent.sources.gateway import keys
 from boss_agent.sources.gateway.wire import CT_TASK
 from boss_agent.sources.inflight import CANCEL_FORCED, THREAD_BUSY
 from boss_agent.tasks import Task, TaskResult, TaskSink
-from tests.conftest import RedisProcess
+from tests.support.redis_process import RedisProcess
 from tests.support.appserver import Listener
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, paired_daemon

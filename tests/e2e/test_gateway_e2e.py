@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import redis.asyncio as aioredis
 from by_framework.core.protocol.data_message import DataMessage
 
 from boss_agent.codexfeatures import CodexFeatures
@@ -77,6 +78,25 @@ async def codex_gateway(config: Config, app: AppServer, home: Path, redis_url: s
             yield gateway
         finally:
             job.cancel()
+
+
+@contextlib.asynccontextmanager
+async def boss_and_gateway_daemon(tmp_path: Path, codex_bin: str, redis_url: str, home: Path) -> AsyncIterator[
+        tuple[ControlPlane, daemon_support.FaultProxy, aioredis.Redis]]:
+    """The daemon on real codex with both sources: paired with a control plane behind a
+    ``FaultProxy`` (which keeps what it saw), and serving the gateway on ``redis_url``;
+    with the SDK client's Redis connection beside it."""
+    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
+            daemon_support.FaultProxy(cp.url) as proxy:
+        config = make_config(
+            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
+            gateway__redis_url=redis_url, gateway__agent_types=[AGENT])
+        redis = sdk_redis(redis_url)
+        try:
+            async with daemon_support.paired_daemon(config, proxy.url, cp.create_pairing_code(), home):
+                yield cp, proxy, redis
+        finally:
+            await redis.aclose()
 
 
 def _workdir(env: dict[str, Any], name: str) -> Path:
@@ -212,23 +232,16 @@ async def test_the_daemon_with_the_gateway_enabled_completes_a_boss_task_and_a_g
         tmp_path: Path, codex_bin: str, module_model: sm.ScriptedModel, env: dict[str, Any], redis_server) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
-            daemon_support.FaultProxy(cp.url) as proxy:
-        config = make_config(
-            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
-            gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        redis = sdk_redis(redis_server.url)
-        async with daemon_support.paired_daemon(config, proxy.url, cp.create_pairing_code(), env["home"]):
-            module_model.enqueue(sm.turn(sm.message("answer via redis", ["answer ", "via redis"])))
-            await ask(sdk_client(redis), "s-d", "from redis", "msg-d", extra_payload={"workdir": str(work)})
-            events = await read_events(redis, "s-d", "msg-d", timeout=TURN_WAIT_S)
-            module_model.enqueue(sm.turn(sm.message("answer via boss")))
-            task_id = cp.submit_task("from boss", workdir=str(work))
-            await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
-                                 timeout=TURN_WAIT_S)
-            record = await record_of(redis, "s-d", "msg-d")
-            result = cp.task(task_id)["result"]
-        await redis.aclose()
+    async with boss_and_gateway_daemon(tmp_path, codex_bin, redis_server.url, env["home"]) as (cp, proxy, redis):
+        module_model.enqueue(sm.turn(sm.message("answer via redis", ["answer ", "via redis"])))
+        await ask(sdk_client(redis), "s-d", "from redis", "msg-d", extra_payload={"workdir": str(work)})
+        events = await read_events(redis, "s-d", "msg-d", timeout=TURN_WAIT_S)
+        module_model.enqueue(sm.turn(sm.message("answer via boss")))
+        task_id = cp.submit_task("from boss", workdir=str(work))
+        await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
+                             timeout=TURN_WAIT_S)
+        record = await record_of(redis, "s-d", "msg-d")
+        result = cp.task(task_id)["result"]
     assert record["status"] == "COMPLETED"
     assert delta_text(next(e for e in events if e.event_type == "finalAnswer")) == "answer via redis"
     assert result["status"] == "completed" and result["resultText"] == "answer via boss"
@@ -255,23 +268,16 @@ async def test_a_password_streamed_in_words_never_leaves_in_part_on_boss_or_redi
     work = tmp_path / "work"
     work.mkdir()
     masked = 'config: {"password": "[redacted]"}'
-    async with ControlPlane(tmp_path / "cp" / "boss.db") as cp, \
-            daemon_support.FaultProxy(cp.url) as proxy:
-        config = make_config(
-            tmp_path, server_url=proxy.url, workspace=tmp_path, codex__bin=codex_bin, gateway__enabled=True,
-            gateway__redis_url=redis_server.url, gateway__agent_types=[AGENT])
-        redis = sdk_redis(redis_server.url)
-        async with daemon_support.paired_daemon(config, proxy.url, cp.create_pairing_code(), env["home"]):
-            module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
-            task_id = cp.submit_task("show the config", workdir=str(work))
-            await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
-                                 timeout=TURN_WAIT_S)
-            module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
-            await ask(sdk_client(redis), "s-pw", "show the config", "msg-pw", extra_payload={"workdir": str(work)})
-            events = await read_events(redis, "s-pw", "msg-pw", timeout=TURN_WAIT_S)
-            stream = await _wire(redis, "s-pw")
-            result = cp.task(task_id)["result"]
-        await redis.aclose()
+    async with boss_and_gateway_daemon(tmp_path, codex_bin, redis_server.url, env["home"]) as (cp, proxy, redis):
+        module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
+        task_id = cp.submit_task("show the config", workdir=str(work))
+        await proxy.wait_for(lambda: cp.task(task_id)["status"] in ("completed", "failed"),
+                             timeout=TURN_WAIT_S)
+        module_model.enqueue(sm.turn(sm.message(PASSWORD_ANSWER, PASSWORD_DELTAS), delay_s=SLOW_MODEL_S))
+        await ask(sdk_client(redis), "s-pw", "show the config", "msg-pw", extra_payload={"workdir": str(work)})
+        events = await read_events(redis, "s-pw", "msg-pw", timeout=TURN_WAIT_S)
+        stream = await _wire(redis, "s-pw")
+        result = cp.task(task_id)["result"]
     uploads = [json.dumps(seen.body) for seen in proxy.requests("/progress")]
     previews = [json.loads(u)["executionProgress"].get("answerPreview") for u in uploads]
     assert len(uploads) >= len(PASSWORD_DELTAS), "every delta should have reached the server"

@@ -18,10 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from boss_agent.cli.doctor import check_redis
 from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
-from tests.conftest import free_port
+from tests.support.ports import free_port
 from tests.support.config import make_config
 from tests.support.daemon import serving
 from tests.support.gateway import AGENT, ask, delta_text, read_events, record_of, sdk_client
+from tests.support.redis_process import running
 from tests.support.redis_tls import PASSWORD, TlsRedis
 from tests.support.waits import eventually
 
@@ -33,12 +34,8 @@ HTTP_TIMEOUT_S = 5.0
 
 @pytest.fixture
 def tls_redis(tmp_path: Path, redis_server_bin: str) -> Iterator[TlsRedis]:
-    server = TlsRedis(redis_server_bin, tmp_path)
-    server.start()
-    try:
+    with running(TlsRedis(redis_server_bin, tmp_path)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def sdk_redis(server: TlsRedis) -> aioredis.Redis:

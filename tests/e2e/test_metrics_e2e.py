@@ -24,7 +24,9 @@ from boss_agent.daemon.runtime import Daemon
 from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
-from tests.conftest import REPO, RedisProcess, free_port
+from tests.conftest import REPO
+from tests.support.ports import free_port
+from tests.support.redis_process import RedisProcess
 from tests.support.cli import isolated, run_cli_async
 from tests.support.config import make_config
 from tests.support.daemon import StubRunner

@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
-import time
 from pathlib import Path
 
 import trustme
 
-from tests.conftest import REDIS_START_TIMEOUT_S, free_port
+from tests.support.redis_process import RedisProcess
 
 USER = "boss_worker"
 PASSWORD = "tls-acl-" + "Pw7" * 8  # long enough to look like a real secret in a leak check
-POLL_S = 0.05  # between connection attempts while redis-server starts
 
 
-class TlsRedis:
+class TlsRedis(RedisProcess):
+    what = "the TLS redis-server"
+
     def __init__(self, binary: str, directory: Path) -> None:
-        self.binary = binary
-        self.directory = directory
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(binary, directory)
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1", "localhost")
         self.ca_file = directory / "redis-ca.pem"
@@ -45,32 +41,20 @@ class TlsRedis:
     def plain_url(self) -> str:
         return f"redis://{USER}:{PASSWORD}@127.0.0.1:{self.port}/0"
 
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1",
-             "--tls-cert-file", str(self._cert), "--tls-key-file", str(self._key),
-             "--tls-ca-cert-file", str(self.ca_file), "--tls-auth-clients", "no",
-             "--dir", str(self.directory), "--save", "", "--appendonly", "no",
-             "--user", USER, "on", f">{PASSWORD}", "~byai_gateway:*", "&*", "+@all",
-             "--user", "default", "off"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        deadline = time.monotonic() + REDIS_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as raw, \
-                        context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-                    sock.sendall(f"AUTH {USER} {PASSWORD}\r\nPING\r\n".encode())
-                    answer = b""
-                    while b"+PONG" not in answer and (chunk := sock.recv(64)):
-                        answer += chunk
-                    if b"+PONG" in answer:
-                        return
-            except OSError:
-                time.sleep(POLL_S)
-        raise RuntimeError("the TLS redis-server did not start")
+    def arguments(self) -> list[str]:
+        return ["--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1",
+                "--tls-cert-file", str(self._cert), "--tls-key-file", str(self._key),
+                "--tls-ca-cert-file", str(self.ca_file), "--tls-auth-clients", "no",
+                "--dir", str(self.directory), "--save", "", "--appendonly", "no",
+                "--user", USER, "on", f">{PASSWORD}", "~byai_gateway:*", "&*", "+@all",
+                "--user", "default", "off"]
 
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
+    def answers_ping(self) -> bool:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as raw, \
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            sock.sendall(f"AUTH {USER} {PASSWORD}\r\nPING\r\n".encode())
+            answer = b""
+            while b"+PONG" not in answer and (chunk := sock.recv(64)):
+                answer += chunk
+            return b"+PONG" in answer

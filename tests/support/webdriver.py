@@ -16,13 +16,14 @@ import base64
 import contextlib
 import os
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.ports import free_port
 
 CHROMIUM = os.environ.get("BOSS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("BOSS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -57,13 +58,6 @@ observer.observe(document.documentElement, {subtree: true, childList: true, char
 
 class WebDriverError(RuntimeError):
     pass
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Browser:
@@ -176,7 +170,7 @@ async def chromium(profile_dir: Path, size: tuple[int, int] = DESKTOP, *, netns:
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not shutil.which(binary):
             raise WebDriverError(f"{binary} not found (apt-get install chromium chromium-driver)")
-    port = _free_port()
+    port = free_port()
     prefix = ("ip", "netns", "exec", netns.name) if netns else ()
     driver_ip, client_ip = (netns.driver_ip, netns.client_ip) if netns else ("127.0.0.1", "127.0.0.1")
     proc = await asyncio.create_subprocess_exec(

@@ -28,6 +28,7 @@ PROCESS_NAMES = {  # names that start a peer, by the module they come from
     "tests.support.runner": {"missing_app_server", "sleepers"},
 }
 PROCESS_SUPPORT = {"tests.support.approvals", "tests.support.codex_raw", "tests.support.e2e",
+                   "tests.support.redis_process",
                    "tests.support.gateway", "tests.support.notify_socket", "tests.support.redis_tls",
                    "tests.support.webdriver", "tests.support.lifecycle_prog", "tests.support.desktop",
                    "tests.support.codex", "tests.support.phone"}

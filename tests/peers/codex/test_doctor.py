@@ -19,7 +19,8 @@ from boss_agent.codexfeatures import detect
 from boss_agent.codexversion import NEWEST_TESTED, dotted, range_text
 from boss_agent.controlplane import ControlPlane
 from boss_agent.identity import Identity, save_identity
-from tests.conftest import RedisProcess, free_port
+from tests.support.ports import free_port
+from tests.support.redis_process import RedisProcess
 from tests.support.cli import isolated, run_cli_async, run_doctor
 
 pytestmark = pytest.mark.codex

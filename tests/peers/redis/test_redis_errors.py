@@ -27,7 +27,8 @@ from boss_agent.errors import (
 )
 from boss_agent.sources.gateway.connect import redis_client
 from boss_agent.sources.gateway.retry import RedisRetry
-from tests.conftest import RedisProcess, free_port
+from tests.support.ports import free_port
+from tests.support.redis_process import RedisProcess
 
 STREAM = "errors:stream"
 GROUP = "workers"

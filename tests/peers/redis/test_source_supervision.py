@@ -26,7 +26,7 @@ from boss_agent.demo import scripted_model as sm
 from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.gateway import keys
-from tests.conftest import RedisProcess
+from tests.support.redis_process import RedisProcess
 from tests.support.config import make_config
 from tests.support.daemon import WAIT_S, FaultProxy, StubRunner, serving
 from tests.support.appserver import Listener
