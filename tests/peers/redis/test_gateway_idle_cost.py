@@ -207,3 +207,54 @@ async def test_a_status_write_whose_reply_was_lost_counts_as_written_when_retrie
     assert record["status"] == "COMPLETED"
     assert [e.event_type for e in events] == ["finalAnswer", "appStreamResponse"]
     assert shared.stats["completed"] == 1
+
+
+async def test_a_status_write_beaten_by_a_peers_terminal_write_is_not_reported_again(redis_server):
+    """Two workers end one reclaimed task at once: the peer's COMPLETED lands between our
+    read and our write. Ours must find it and stand back (no second answer on the
+    stream), not count the attempt it made before the peer's write as its own."""
+    import redis as sync_redis
+
+    from boss_agent.sources.gateway import wire
+    from boss_agent.sources.gateway.execution import Reporter, Shared
+    from boss_agent.sources.gateway.registry import ExecutionRecords, with_status
+    from boss_agent.sources.gateway.retry import FAST_POLICY
+    from boss_agent.sources.slots import Slots
+
+    peer = sync_redis.Redis.from_url(redis_server.url, decode_responses=True)
+    key = "byai_gateway:session:s1:registry"
+
+    class PeerEndsItFirst(ExecutionRecords):
+        ended = False
+
+        async def update(self, *args, **kwargs):
+            mutate = args[2]
+
+            def racing(record):
+                new = mutate(record)
+                if new is not None and not self.ended:  # the peer writes after our read
+                    self.ended = True
+                    execution_id = peer.hget(key, "msg_map:msg-1")
+                    done = with_status(dict(record), "COMPLETED", worker_id="w2")
+                    peer.hset(key, f"exec:{execution_id}", json.dumps(done))
+                return new
+
+            return await super().update(args[0], args[1], racing, *args[3:], **kwargs)
+
+    from boss_agent.sources.gateway.redis_errors import MappedRedis
+
+    redis = MappedRedis.from_url(redis_server.url, decode_responses=True)  # as the gateway's own client
+    records = PeerEndsItFirst(redis)
+    shared = Shared(redis, records, FAST_POLICY, "w1", "agent_engines", ScriptRunner(), Slots(1), AGENT)
+    header = wire.parse_header({"message_id": "msg-1", "session_id": "s1", "trace_id": "t"})
+    reporter = Reporter(shared, header, None)
+    records.ended = True  # the RUNNING claim goes through untouched
+    assert await reporter.set_status("RUNNING")
+    records.ended = False
+    await reporter.finish("COMPLETED", text="ours")
+    stream = await redis.xrange("byai_gateway:session:s1:data_stream")
+    record = await record_of(redis, "s1", "msg-1")
+    peer.close()
+    assert records.ended
+    assert record["status"] == "COMPLETED" and record["worker_id"] == "w2"
+    assert stream == [] and shared.stats["completed"] == 0
