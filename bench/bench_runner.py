@@ -192,7 +192,7 @@ class FactsDriver:
 
     async def task(self) -> None:
         await gitfacts.branch_facts(self.workdir, "missing")
-        await asyncio.to_thread(gitfacts.find_artifacts, self.workdir, time.time())
+        await gitfacts.artifacts(self.workdir, time.time())
 
 
 @contextlib.asynccontextmanager

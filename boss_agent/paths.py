@@ -8,7 +8,6 @@ out of the root), so both sides are resolved and compared by path components.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 StrPath = str | os.PathLike[str]
 
@@ -16,7 +15,19 @@ StrPath = str | os.PathLike[str]
 def is_inside(path: StrPath, root: StrPath) -> bool:
     """True when ``path`` is ``root`` or below it once both are resolved; False if either cannot be."""
     try:
-        resolved, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+        resolved, base = os.path.realpath(path), os.path.realpath(root)
     except (OSError, ValueError):
         return False
-    return resolved == base or base in resolved.parents
+    return parts_below(resolved, base) is not None
+
+
+def parts_below(resolved: str, base: str) -> list[str] | None:
+    """The components of ``resolved`` below ``base`` (``[]`` for ``base`` itself), or None
+    when it is not inside. Both must be resolved already (``os.path.realpath``): the
+    comparison is by whole components, so ``/workshop`` is not below ``/work``."""
+    if resolved == base:
+        return []
+    prefix = base if base.endswith(os.sep) else base + os.sep  # "/" is the only root ending so
+    if not resolved.startswith(prefix):
+        return None
+    return resolved[len(prefix):].split(os.sep)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,8 +14,12 @@ from typing import Any
 from boss_agent.config import Config
 from boss_agent.runner.feed import CardFeed
 from boss_agent.jsonshape import mapping
-from boss_agent.runner.policy import Policy, sandbox_policy
+from boss_agent.runner.policy import Policy, record_thread_workdir, sandbox_policy
 from boss_agent.tasks import Task, TaskSink
+
+logger = logging.getLogger(__name__)
+# The threads' folder links, one at a time, off the event loop (a few system calls each).
+_LINKS = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="boss-thread-links")
 
 MAX_RESULT_CHARS = 20_000  # resultText is the answer, not a transcript
 
@@ -35,6 +41,40 @@ class RunContext:
     # Pid of the app-server child this daemon started, read when needed (it restarts);
     # None when the app-server is not ours, so its reported pids are never killed here.
     app_server_pid: Callable[[], int | None] = lambda: None
+    # The thread whose folder is being recorded (``turn_began``), and that recording.
+    _recording: tuple[str, concurrent.futures.Future[None]] | None = field(default=None, repr=False)
+
+    def turn_began(self, turn_id: str) -> None:
+        """Codex runs a turn of this task now (``turn/start`` answered, or a steer sent).
+
+        The thread's folder is recorded for its next follow-up from here, in a thread of
+        its own while the turn runs (``thread_recorded``): the link is file-system work the
+        turn's result need not wait for. The recording tells the event loop nothing when it
+        ends (``thread_recorded`` looks), which spares the loop a wake-up per task.
+        """
+        self.turn_id = turn_id
+        self.ran = True
+        if self.thread_id is not None and self._recording is None:
+            self._recording = (self.thread_id, _LINKS.submit(self._record_thread, self.thread_id))
+
+    async def thread_recorded(self) -> None:
+        """Before the task's result goes out: the folder of the thread the task ended on is
+        recorded (``codex exec`` names its thread only as it runs: recorded here)."""
+        if self.thread_id is None:
+            return
+        if self._recording is not None and self._recording[0] == self.thread_id:
+            recording = self._recording[1]
+            if not recording.done():  # done long before, as a rule: no wake-up of the loop for it
+                await asyncio.wrap_future(recording)
+            recording.result()  # a bug in the recording raises here, not nowhere
+        else:
+            await asyncio.to_thread(self._record_thread, self.thread_id)
+
+    def _record_thread(self, thread_id: str) -> None:
+        try:
+            record_thread_workdir(self.config, self.workdir, thread_id)
+        except OSError as exc:
+            logger.warning("could not record the thread's folder: %s", exc.__class__.__name__)
 
     async def ready_to_act(self) -> None:
         """Wait until the source may let Codex act on this task (its optional sink method

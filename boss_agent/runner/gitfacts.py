@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 GIT_TIMEOUT_S = 10.0  # git status on a big repo on a loaded 2-core box
 GH_TIMEOUT_S = 10.0  # `gh auth status` only reads local config
 MAX_WALK_ENTRIES = 5000  # an artifact scan of a home directory must stay cheap
+INLINE_WALK_ENTRIES = 64  # walked on the event loop: a few dozen cached-type entries cost less than a thread hop
 MAX_ARTIFACTS = 50
 MAX_UNTRACKED_FILES = 200  # new files whose lines count; a fresh node_modules must stay cheap
 MAX_UNTRACKED_BYTES = 1 << 20  # per file: a bigger new file counts as changed, its lines not read
@@ -178,22 +180,101 @@ async def branch_facts(workdir: Path, gh_status: str) -> dict[str, Any] | None:
             "githubCli": gh_status}
 
 
+class ArtifactScan:
+    """The artifact walk in steps: ``advance(n)`` looks at up to ``n`` more entries.
+
+    Top-down, as ``os.walk`` walks: a symlinked directory is not followed, hidden and
+    ``SKIP_DIRS`` directories are skipped, and the walk ends after ``MAX_WALK_ENTRIES``
+    entries (directories count too) or ``MAX_ARTIFACTS`` finds. Stepping lets a small
+    folder be walked at once where the caller is, and a big one finished in a thread.
+    Blocking, one step at a time.
+    """
+
+    def __init__(self, workdir: Path, since: float) -> None:
+        self.since = since
+        self.found: list[dict[str, str]] = []
+        self.done = False
+        self._pending: list[str] = [str(workdir)]  # directories still to list, next last
+        self._listing: Iterator[os.DirEntry[str]] | None = None
+        self._close: Callable[[], None] = lambda: None
+        self._subdirs: list[str] = []  # of the directory being listed
+        self._entries = 0
+
+    def advance(self, budget: int) -> bool:
+        """Look at up to ``budget`` more entries; whether the walk is over."""
+        while budget > 0 and not self.done:
+            entry = self._next_entry()
+            if entry is None:
+                self.done = True
+                break
+            budget -= 1
+            self._entries += 1
+            if self._entries > MAX_WALK_ENTRIES:
+                self.stop()
+            else:
+                self._look(entry)
+        return self.done
+
+    def stop(self) -> None:
+        self.done = True
+        self._close()
+        self._listing = None
+
+    def _next_entry(self) -> os.DirEntry[str] | None:
+        while True:
+            if self._listing is None:
+                if not self._pending:
+                    return None
+                try:
+                    listing = os.scandir(self._pending.pop())
+                except OSError:
+                    continue
+                self._listing, self._close = listing, listing.close
+            try:
+                entry = next(self._listing, None)
+            except OSError:
+                entry = None
+            if entry is not None:
+                return entry
+            self._close()
+            self._listing = None
+            self._pending.extend(reversed(self._subdirs))  # depth first, in listing order
+            self._subdirs = []
+
+    def _look(self, entry: os.DirEntry[str]) -> None:
+        try:
+            is_dir = entry.is_dir()  # follows a symlink, as os.walk decides
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if entry.name not in SKIP_DIRS and not entry.name.startswith(".") and not entry.is_symlink():
+                self._subdirs.append(entry.path)
+            return
+        kind = artifact_kind(entry.name)
+        if kind is None:
+            return
+        try:
+            modified = os.stat(entry.path).st_mtime
+        except OSError:
+            return
+        if modified >= self.since:
+            self.found.append({"name": entry.name, "kind": kind})
+            if len(self.found) >= MAX_ARTIFACTS:
+                self.stop()
+
+
 def find_artifacts(workdir: Path, since: float) -> list[dict[str, str]]:
     """Files of artifact kinds created or rewritten since ``since``; names only. Blocking."""
-    found: list[dict[str, str]] = []
-    seen = 0
-    for root, dirs, files in os.walk(workdir):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
-        for name in files:
-            seen += 1
-            if seen > MAX_WALK_ENTRIES or len(found) >= MAX_ARTIFACTS:
-                return found
-            kind = artifact_kind(name)
-            if kind is None:
-                continue
-            try:
-                if os.stat(os.path.join(root, name)).st_mtime >= since:
-                    found.append({"name": name, "kind": kind})
-            except OSError:
-                continue
-    return found
+    scan = ArtifactScan(workdir, since)
+    scan.advance(MAX_WALK_ENTRIES + 1)
+    return scan.found
+
+
+async def artifacts(workdir: Path, since: float) -> list[dict[str, str]]:
+    """``find_artifacts`` without blocking the event loop: a folder of up to
+    ``INLINE_WALK_ENTRIES`` entries is walked right here (a thread's round trip costs
+    more than that), a bigger one is finished in a thread."""
+    scan = ArtifactScan(workdir, since)
+    if not scan.advance(INLINE_WALK_ENTRIES):
+        await asyncio.to_thread(scan.advance, MAX_WALK_ENTRIES + 1)  # ends the walk, whatever is left
+    return scan.found

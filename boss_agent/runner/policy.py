@@ -29,7 +29,7 @@ from typing import Any
 
 from boss_agent.config import APPROVAL_POLICIES, SANDBOXES, Config
 from boss_agent.errors import TaskRejected
-from boss_agent.paths import is_inside
+from boss_agent.paths import parts_below
 from boss_agent.tasks import Task
 
 WORKDIR_NOT_ALLOWED = "workdir_not_allowed"
@@ -46,15 +46,21 @@ class Policy:
     warnings: tuple[tuple[str, str], ...] = ()  # (kind, message) for boss/warning
 
 
-def _allowed(path: Path, config: Config) -> bool:
-    """Inside a root; neither home itself nor hidden below a root, unless listed exactly."""
-    roots = [Path(os.path.realpath(root)) for root in config.workspaces]
+def _allowed(path: str, config: Config) -> bool:
+    """Inside a root; neither home itself nor hidden below a root, unless listed exactly.
+
+    ``path`` is resolved; so is each root here, now (a root may be a symlink the owner moves).
+    """
+    roots = [os.path.realpath(root) for root in config.workspaces]
     if config.workspaces_listed and path in roots:
         return True
-    if path == Path(os.path.realpath(Path.home())):
+    if path == os.path.realpath(os.path.expanduser("~")):
         return False
-    return any(is_inside(path, root) and not any(part.startswith(".") for part in path.relative_to(root).parts)
-               for root in roots)
+    for root in roots:
+        below = parts_below(path, root)
+        if below is not None and not any(part.startswith(".") for part in below):
+            return True
+    return False
 
 
 def _not_a_dir(path: Path) -> str:
@@ -63,12 +69,15 @@ def _not_a_dir(path: Path) -> str:
 
 
 def _checked(raw: Path, config: Config) -> Path:
-    resolved = Path(os.path.realpath(raw))
+    try:
+        resolved = os.path.realpath(raw)
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long
+        raise TaskRejected("the workdir is not a usable path", WORKDIR_NOT_ALLOWED) from exc
     if not _allowed(resolved, config):
         raise TaskRejected("the workdir is not inside a configured workspace", WORKDIR_NOT_ALLOWED)
-    if not resolved.is_dir():
-        raise TaskRejected(f"the workdir {_not_a_dir(resolved)}", WORKDIR_NOT_ALLOWED)
-    return resolved
+    if not os.path.isdir(resolved):
+        raise TaskRejected(f"the workdir {_not_a_dir(Path(resolved))}", WORKDIR_NOT_ALLOWED)
+    return Path(resolved)
 
 
 def scratch_key(task: Task) -> str:
@@ -121,12 +130,11 @@ def sweep_scratch(config: Config, keep_s: float = SCRATCH_KEEP_S) -> int:
 
 def link_scratch(config: Config, workdir: Path, thread_id: str | None) -> None:
     """After a new thread started in a task's scratch dir, its follow-ups find it by thread id."""
-    scratch = Path(os.path.realpath(config.state_dir / SCRATCH_DIR))
-    if not thread_id or workdir.parent != scratch:
+    scratch = os.path.realpath(config.state_dir / SCRATCH_DIR)
+    if not thread_id or os.path.dirname(workdir) != scratch:
         return
-    link = scratch / thread_id
-    if not link.exists() and not link.is_symlink():
-        link.symlink_to(workdir.name)
+    with contextlib.suppress(FileExistsError):  # linked already
+        os.symlink(workdir.name, os.path.join(scratch, thread_id))
 
 
 def _thread_link(config: Config, ref: str) -> Path:
@@ -134,23 +142,37 @@ def _thread_link(config: Config, ref: str) -> Path:
 
 
 def record_thread_workdir(config: Config, workdir: Path, thread_id: str | None) -> None:
-    """After a turn ran: the folder the thread ``thread_id`` ran in, for its next follow-up.
+    """The folder the thread ``thread_id`` runs in, for its next follow-up. Blocking.
 
     A link per thread (refs are validated plain names), replaced when a follow-up moved
-    the thread; a scratch dir also gets its scratch link (``link_scratch``). Blocking.
+    the thread; a scratch dir also gets its scratch link (``link_scratch``).
     """
     if not thread_id:
         return
     link_scratch(config, workdir, thread_id)
-    link = _thread_link(config, thread_id)
-    if link.is_symlink() and os.readlink(link) == str(workdir):
+    link, target = str(_thread_link(config, thread_id)), str(workdir)
+    with contextlib.suppress(OSError):
+        if os.readlink(link) == target:
+            return
+    if _symlink(target, link):  # the thread's first link: one call, atomic on its own
         return
-    link.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fresh = link.with_name(f".{thread_id}.new")
+    fresh = os.path.join(os.path.dirname(link), f".{thread_id}.new")
     with contextlib.suppress(FileNotFoundError):
-        fresh.unlink()
-    fresh.symlink_to(workdir)
-    fresh.replace(link)  # atomic: a reader sees the old folder or the new one
+        os.unlink(fresh)
+    os.symlink(target, fresh)
+    os.replace(fresh, link)  # atomic: a reader sees the old folder or the new one
+
+
+def _symlink(target: str, link: str) -> bool:
+    """Make ``link`` (and its directory); False when something is there already."""
+    try:
+        os.symlink(target, link)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(link), mode=0o700, exist_ok=True)
+        os.symlink(target, link)
+    except FileExistsError:
+        return False
+    return True
 
 
 def recorded_workdir(config: Config, ref: str) -> Path | None:

@@ -33,7 +33,7 @@ from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
 from boss_agent.runner.exec_backend import ExecRun
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import record_thread_workdir, resolve_policy, resolve_workdir
+from boss_agent.runner.policy import resolve_policy, resolve_workdir
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
@@ -68,14 +68,13 @@ class Runner:
     # ---------------------------------------------------------------- public
 
     async def run(self, task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
-        feed = CardFeed(sink, backend="app_server", workdir=None)
         try:
             check_refs(task)
             workdir = resolve_workdir(task, self.config)
         except TaskRejected as exc:
             logger.info("task %s refused: %s", task.task_id, exc.code)
-            return await self._finish(feed, TaskResult("failed", error_code=exc.code,
-                                                       error_message=str(exc)), None)
+            return await self._finish(CardFeed(sink, backend="app_server", workdir=None),
+                                      TaskResult("failed", error_code=exc.code, error_message=str(exc)), None)
         policy = resolve_policy(task, self.config)
         feed = CardFeed(sink, backend="app_server", workdir=str(workdir))
         ctx = RunContext(task, self.config, sink, cancel, workdir, policy, feed,
@@ -284,34 +283,29 @@ class Runner:
         return TaskResult("failed", backend=None, codex_thread_ref=ctx.thread_id, turn_id=ctx.turn_id,
                           error_code=code, error_message=sanitize_text(message, workdir=ctx.workdir))
 
-    def _record_and_walk(self, ctx: RunContext) -> list[dict[str, str]]:
-        """Blocking (a thread of its own): the thread's folder for its next follow-up,
-        recorded before the task's result goes out, then the artifact walk."""
-        try:
-            record_thread_workdir(self.config, ctx.workdir, ctx.thread_id)
-        except OSError as exc:
-            logger.warning("could not record the thread's folder: %s", exc.__class__.__name__)
-        return gitfacts.find_artifacts(ctx.workdir, ctx.started_at)
-
     async def _after_turn(self, ctx: RunContext) -> None:
         try:
-            # The git probes and the file work (the thread's folder link, the artifact
-            # walk) are independent: side by side, the task ends after the slower of the
-            # two, not after both, and the links and the walk stay off the event loop.
-            async with asyncio.TaskGroup() as tg:
-                branch = tg.create_task(self._branch_facts(ctx.workdir))
-                found = tg.create_task(asyncio.to_thread(self._record_and_walk, ctx))
-            facts, artifacts = branch.result(), found.result()
+            if gitfacts.has_own_git(ctx.workdir):
+                # The git probes and the artifact walk are independent: side by side, the
+                # task ends after the slower of the two, not after both.
+                async with asyncio.TaskGroup() as tg:
+                    branch = tg.create_task(self._branch_facts(ctx.workdir))
+                    found = tg.create_task(gitfacts.artifacts(ctx.workdir, ctx.started_at))
+                facts, artifacts = branch.result(), found.result()
+            else:  # not a repository: neither git nor gh is worth a spawn
+                facts, artifacts = None, await gitfacts.artifacts(ctx.workdir, ctx.started_at)
             if facts:
                 await ctx.feed.event("branch", **facts)
             if artifacts:
                 await ctx.feed.event("artifacts", artifacts=artifacts)
         except Exception as exc:  # noqa: BLE001 - facts are a nicety; they never fail the task
             logger.warning("reading branch facts failed: %s", exc.__class__.__name__)
+        try:  # the thread's folder, for its next follow-up, is on disk before the result goes out
+            await ctx.thread_recorded()
+        except Exception:  # a bug here must fail neither the task nor the daemon
+            logger.exception("recording the thread's folder failed")
 
     async def _branch_facts(self, workdir: Path) -> dict[str, Any] | None:
-        if not gitfacts.has_own_git(workdir):
-            return None  # not a repository: neither git nor gh is worth a spawn
         async with self._gh_lock:
             if self._gh_status is None:
                 self._gh_status = await gitfacts.github_cli()

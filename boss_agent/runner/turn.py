@@ -163,8 +163,7 @@ class AppServerTurn:
                 raise
             except RpcError as exc:
                 raise TurnNotActive(sanitize_text(exc.message, limit=300)) from exc
-            ctx.turn_id = expected
-            ctx.ran = True
+            ctx.turn_began(expected)
             # The steer's output arrives on the original turn; its task answers the approvals.
             return await self._follow(listener, answer_approvals=False, steering=True)
 
@@ -239,11 +238,11 @@ class AppServerTurn:
             logger.warning("turn/start unanswered (%s); the task fails rather than run twice",
                            exc.__class__.__name__)
             return TurnOutcome("failed", "app_server_lost", "the Codex app-server went away during the turn")
-        ctx.turn_id = started["turn"]["id"]
-        listener.claim_turn(ctx.turn_id)  # its approvals are this task's, whoever else listens
-        ctx.ran = True
+        turn_id: str = started["turn"]["id"]
+        listener.claim_turn(turn_id)  # its approvals are this task's, whoever else listens
+        ctx.turn_began(turn_id)
         if ctx.thread_id is not None:
-            await ctx.sink.turn_started(ctx.thread_id, ctx.turn_id)
+            await ctx.sink.turn_started(ctx.thread_id, turn_id)
         return await self._follow(listener, answer_approvals=True)
 
     async def _follow(self, listener: ThreadListener, *, answer_approvals: bool,

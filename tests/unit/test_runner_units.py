@@ -40,6 +40,13 @@ def test_a_workdir_climbing_out_of_the_workspace_is_refused(tmp_path: Path) -> N
         resolve_workdir(Task("t", "p", workdir="/etc"), config)
 
 
+def test_a_workdir_that_is_no_usable_path_is_refused_not_a_crash(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    with pytest.raises(TaskRejected) as caught:
+        resolve_workdir(Task("t", "p", workdir=str(config.workspaces[0] / "a\0b")), config)
+    assert caught.value.code == "workdir_not_allowed"
+
+
 def test_a_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     (config.workspaces[0] / "escape").symlink_to("/etc")
@@ -79,6 +86,22 @@ def test_a_follow_up_naming_no_folder_runs_where_its_thread_last_ran_if_that_is_
     scratch = resolve_workdir(Task("t4", "p"), config)  # a thread begun in a scratch dir stays there
     record_thread_workdir(config, scratch, "thr-2")
     assert resolve_workdir(Task("t5", "p", codex_thread_ref="thr-2"), narrowed) == scratch
+
+
+def test_a_thread_s_link_is_made_replaced_and_left_alone_as_its_folder_goes(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    first, second = config.workspaces[0] / "a", config.workspaces[0] / "b"
+    first.mkdir()
+    second.mkdir()
+    record_thread_workdir(config, first, "thr-1")  # no threads directory yet
+    link = config.state_dir / "threads" / "thr-1"
+    assert os.readlink(link) == str(first)
+    made = link.lstat().st_mtime_ns
+    record_thread_workdir(config, first, "thr-1")  # unchanged: not written again
+    assert link.lstat().st_mtime_ns == made
+    (link.parent / ".thr-1.new").symlink_to("/elsewhere")  # left by a crash mid-replace
+    record_thread_workdir(config, second, "thr-1")
+    assert os.readlink(link) == str(second) and not (link.parent / ".thr-1.new").is_symlink()
 
 
 def test_a_task_asking_for_more_than_the_device_allows_gets_the_limit_and_a_warning(tmp_path: Path) -> None:

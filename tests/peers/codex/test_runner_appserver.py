@@ -19,6 +19,7 @@ import pytest_asyncio
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.runner import Runner
+from boss_agent.runner.policy import recorded_workdir
 from boss_agent.tasks import Task
 from tests.support.config import make_config
 from tests.support.runner import Sink, module_env, sleepers
@@ -85,6 +86,22 @@ async def test_a_turn_completes_with_the_final_answer_thread_turn_and_git_facts(
     assert again.status == "completed" and again.result_text == "second answer"
     assert again.codex_thread_ref == result.codex_thread_ref and again.turn_id != result.turn_id
     assert "write the report" in module_model.requests[-1].input_texts()
+
+
+async def test_the_thread_s_folder_is_on_record_when_the_result_comes_back(
+        env: dict[str, Any], runner: Runner, module_model: sm.ScriptedModel) -> None:
+    """The link is made in a thread while the turn runs; the result waits for it, so a
+    follow-up sent the moment the result arrives finds the folder (new and moved)."""
+    first, second = _workdir(env, "record-a"), _workdir(env, "record-b")
+    module_model.enqueue(sm.text_reply("one"))
+    result = await runner.run(Task("t-record", "hi", workdir=str(first)), Sink(), asyncio.Event())
+    assert result.status == "completed" and result.codex_thread_ref
+    assert recorded_workdir(env["config"], result.codex_thread_ref) == first
+    module_model.enqueue(sm.text_reply("two"))
+    moved = await runner.run(Task("t-record-2", "again", workdir=str(second),
+                                  codex_thread_ref=result.codex_thread_ref), Sink(), asyncio.Event())
+    assert moved.status == "completed"
+    assert recorded_workdir(env["config"], result.codex_thread_ref) == second
 
 
 async def test_a_failed_turn_fails_the_task_with_codex_s_message(
