@@ -216,6 +216,7 @@ def _ms(values: list[float]) -> float:
 async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP,
                            pairs: int | None = None) -> dict[str, Any]:
     """1b over ``samples``; 1d over ``pairs`` back-to-back pairs (``samples`` if None)."""
+    pairs = pairs or samples
     with environment(Model()) as env:
         async with env.app_server() as app, direct_client(env) as client:
             direct = DirectTaskDriver(env, client)
@@ -227,7 +228,7 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP,
             # 1d in a run of its own: the pair back to back on one codex child, so the
             # direct client's child never runs just before one of them more than the other.
             layer = await measure({"runner": runner, "same": SameServerDriver(env, app)}, "task",
-                                  pairs or samples, warmup, pair=("runner", "same"))
+                                  pairs, warmup, pair=("runner", "same"))
     runner_ms, direct_ms = _ms(times["runner"]), _ms(times["direct"])
     layer_ms, same_ms = _ms(layer["runner"]), _ms(layer["same"])
     return {"runner_ms": runner_ms, "direct_ms": direct_ms, "ratio": round(runner_ms / direct_ms, 2),
@@ -235,7 +236,7 @@ async def runner_vs_direct(samples: int = DEFAULT_SAMPLES, warmup: int = WARMUP,
             # 1d: the median of the per-pair ratios (each pair back to back, order alternating).
             "same_server_ratio": round(pair_ratio(layer["runner"], layer["same"]), 3),
             "same_server_ratio_of_medians": round(layer_ms / same_ms, 3),
-            "after_turn_facts_ms": _ms(times["facts"]), "samples": samples, "pairs": pairs or samples}
+            "after_turn_facts_ms": _ms(times["facts"]), "samples": samples, "pairs": pairs}
 
 
 # ----------------------------------------------------------------- concurrency

@@ -27,11 +27,9 @@ MASK = "[redacted]"
 # ``\b`` would have it, but also after an underscore or a letter of another script
 # (``GITHUB_TOKEN_ghp_…``, ``密钥ghp_…``), which ``\b`` counts as part of the word.
 _START = r"(?<![A-Za-z0-9])"
-# Each pattern with the lower-case literals one of which any match must contain: a
-# plain substring test skips the regex for the common text that has none (the card is
+# Each pattern with the lower-case literals one of which any match must contain, as one
+# compiled search: it skips the pattern for the common text that has none (the card is
 # re-serialized while an answer streams; see bench/bench_card.py).
-# Each rule runs only where one of its lower-case trigger strings occurs (one C-level
-# search per rule: a generator over the triggers cost more than most patterns' scan).
 _SECRET_RULES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (re.compile("|".join(map(re.escape, triggers))), re.compile(p, re.IGNORECASE | re.DOTALL))
     for triggers, p in (

@@ -62,13 +62,12 @@ class RunContext:
         recorded (``codex exec`` names its thread only as it runs: recorded here)."""
         if self.thread_id is None:
             return
-        if self._recording is not None and self._recording[0] == self.thread_id:
-            recording = self._recording[1]
-            if not recording.done():  # done long before, as a rule: no wake-up of the loop for it
-                await asyncio.wrap_future(recording)
-            recording.result()  # a bug in the recording raises here, not nowhere
-        else:
-            await asyncio.to_thread(self._record_thread, self.thread_id)
+        if self._recording is None or self._recording[0] != self.thread_id:
+            self._recording = (self.thread_id, _LINKS.submit(self._record_thread, self.thread_id))
+        recording = self._recording[1]
+        if not recording.done():  # done long before, as a rule: no wake-up of the loop for it
+            await asyncio.wrap_future(recording)
+        recording.result()  # a bug in the recording raises here, not nowhere
 
     def _record_thread(self, thread_id: str) -> None:
         try:
