@@ -5,7 +5,9 @@ serialized progress."""
 from __future__ import annotations
 
 import asyncio
+import importlib.abc
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -61,6 +63,17 @@ async def server() -> AsyncIterator[tuple[Script, str]]:
         yield script, f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+class ImportWatch(importlib.abc.MetaPathFinder):
+    """Notes every module name the import system searches for (it finds none)."""
+
+    def __init__(self) -> None:
+        self.searched: list[str] = []
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        self.searched.append(fullname)
+        return None
 
 
 def error(code: str) -> dict[str, Any]:
@@ -121,6 +134,23 @@ async def test_other_4xx_are_not_retried_and_401_is_unauthorized(server: tuple[S
             await api.progress("tsk_1", 1, {})
     assert bad.value.code == "bad_request" and len(script.seen) == 3
     assert TOKEN not in str(revoked.value)
+
+
+async def test_a_request_searches_for_no_module(server: tuple[Script, str]) -> None:
+    """httpcore asks ``sniffio`` which async library runs, on every request: with the
+    module missing, the failed import is not cached and each request searched
+    ``sys.path`` again (a quarter of a millisecond of the daemon's loop per call)."""
+    _, url = server
+    async with BossApi(url, device_id="dev_1", token=TOKEN) as api:
+        await api.heartbeat({})  # the first request may import what it needs, once
+        watch = ImportWatch()
+        sys.meta_path.insert(0, watch)
+        try:
+            await api.heartbeat({})
+            await api.progress("tsk_1", 1, {"status": "running"})
+        finally:
+            sys.meta_path.remove(watch)
+    assert watch.searched == []
 
 
 async def test_an_unreachable_server_is_a_bounded_retryable_error() -> None:
