@@ -49,25 +49,77 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WINDOW_S = 20.0  # the full suite passes 60
 DEFAULT_TASKS = 5
 WARMUP_TASKS = 1  # a fresh app-server's first thread is slower; both paths discard it
-POLL_S = 0.005  # how often the benchmark looks at the control plane's task status
+ARRIVAL_TIMEOUT_S = 60.0  # a turn's model request arrives in well under a second
+ENDED = ("completed", "failed", "cancelled")
 START_TIMEOUT_S = 60.0
 ANSWER = "bench answer"
 
 
-class Arrivals:
-    """The scripted model's responder: records when each model request arrived."""
+class ArrivalLog:
+    """When each model request arrived (monotonic), and a wait for the next one.
+
+    The responder runs on the scripted model's threads: each arrival wakes the waiting
+    coroutine through its loop, so the bench never polls the loop it is measuring.
+    """
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def arrived(self) -> None:
+        """On the model's thread: note the request, wake whoever waits for it."""
+        self.times.append(time.monotonic())
+        for loop, event in list(self._waiters):
+            loop.call_soon_threadsafe(event.set)
+
+    async def arrival_after(self, count: int) -> float:
+        """The time of request number ``count`` (from 0), once it has come."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(ARRIVAL_TIMEOUT_S):
+                while len(self.times) <= count:
+                    await waiter[1].wait()
+                    waiter[1].clear()
+        finally:
+            self._waiters.remove(waiter)
+        return self.times[count]
+
+
+class Arrivals(ArrivalLog):
+    """The scripted model's responder: records when each model request arrived."""
 
     def __call__(self, _request: sm.RecordedRequest) -> sm.Response:
-        self.times.append(time.monotonic())
+        self.arrived()
         return sm.text_reply(ANSWER)
 
-    async def next_after(self, count: int) -> float:
-        while len(self.times) <= count:
-            await asyncio.sleep(POLL_S)
-        return self.times[count]
+
+class TaskEnds:
+    """The control plane's completions, watched: a wait for one task's end without
+    polling the loop the daemon's answers arrive on."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        self._ended: dict[str, asyncio.Event] = {}
+        complete = cp.core.complete
+
+        def watched_complete(device_id: str, task_id: str, body: dict[str, Any]) -> None:
+            complete(device_id, task_id, body)
+            self._event(task_id).set()
+
+        cp.core.complete = watched_complete  # type: ignore[method-assign]
+
+    def _event(self, task_id: str) -> asyncio.Event:
+        return self._ended.setdefault(task_id, asyncio.Event())
+
+    async def wait(self, task_id: str, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """The task's view once it is no longer running (completed, failed, cancelled)."""
+        async with asyncio.timeout(timeout_s):
+            while (view := self.cp.task(task_id))["status"] not in ENDED:
+                await self._event(task_id).wait()
+                self._event(task_id).clear()
+        self._ended.pop(task_id, None)
+        return view
 
 
 class NullSink(SinkDefaults):
@@ -110,16 +162,15 @@ def _footprint(proc: psutil.Process, window_s: float) -> dict[str, float]:
             "children_cpu_pct": 100 * child_cpu / elapsed, "window_s": elapsed}
 
 
-async def _daemon_task(cp: ControlPlane, arrivals: Arrivals, workdir: Path) -> tuple[float, float]:
+async def _daemon_task(ends: TaskEnds, arrivals: Arrivals, workdir: Path) -> tuple[float, float]:
     """One task through the control plane and the daemon: (submit -> turn's model request, whole)."""
     seen = len(arrivals.times)
     start = time.monotonic()
-    task_id = cp.submit_task("benchmark", workdir=str(workdir))
-    to_turn = await arrivals.next_after(seen) - start
-    while cp.task(task_id)["status"] not in ("completed", "failed", "cancelled"):
-        await asyncio.sleep(POLL_S)
+    task_id = ends.cp.submit_task("benchmark", workdir=str(workdir))
+    to_turn = await arrivals.arrival_after(seen) - start
+    view = await ends.wait(task_id)
     whole = time.monotonic() - start
-    assert cp.task(task_id)["result"]["resultText"] == ANSWER, cp.task(task_id)["result"]
+    assert view["result"]["resultText"] == ANSWER, view["result"]
     return to_turn, whole
 
 
@@ -130,13 +181,13 @@ async def _direct_task(runner: Runner, arrivals: Arrivals, workdir: Path, index:
     start = time.monotonic()
     async with asyncio.TaskGroup() as tg:
         run = tg.create_task(runner.run(task, NullSink(), asyncio.Event()))
-        to_turn = await arrivals.next_after(seen) - start
+        to_turn = await arrivals.arrival_after(seen) - start
     whole = time.monotonic() - start
     assert run.result().result_text == ANSWER
     return to_turn, whole
 
 
-async def _pairs(cp: ControlPlane, config: Any, home: Path, arrivals: Arrivals, workdir: Path,
+async def _pairs(ends: TaskEnds, config: Any, home: Path, arrivals: Arrivals, workdir: Path,
                  tasks: int) -> list[tuple[tuple[float, float], tuple[float, float]]]:
     """``tasks`` back-to-back pairs (daemon task, direct task), the order alternating.
 
@@ -150,9 +201,9 @@ async def _pairs(cp: ControlPlane, config: Any, home: Path, arrivals: Arrivals, 
         for index in range(tasks + WARMUP_TASKS):
             if index % 2:
                 direct = await _direct_task(runner, arrivals, workdir, index)
-                daemon = await _daemon_task(cp, arrivals, workdir)
+                daemon = await _daemon_task(ends, arrivals, workdir)
             else:
-                daemon = await _daemon_task(cp, arrivals, workdir)
+                daemon = await _daemon_task(ends, arrivals, workdir)
                 direct = await _direct_task(runner, arrivals, workdir, index)
             if index >= WARMUP_TASKS:
                 pairs.append((daemon, direct))
@@ -221,7 +272,7 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
             env = _daemon_env(root, config, home, cp)
             async with _running_daemon(cp, env) as proc:
                 idle = await asyncio.to_thread(_footprint, psutil.Process(proc.pid), window_s)
-                pairs = await _pairs(cp, config, home, arrivals, workdir, tasks)
+                pairs = await _pairs(TaskEnds(cp), config, home, arrivals, workdir, tasks)
             idle_gateway = await _idle_with_gateway(cp, env, root, window_s)
     daemon_turn, daemon_whole = [d[0] for d, _ in pairs], [d[1] for d, _ in pairs]
     direct_turn, direct_whole = [r[0] for _, r in pairs], [r[1] for _, r in pairs]

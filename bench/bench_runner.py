@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 
 from bench.bench_appserver import WARMUP, DirectClient, measure, pair_ratio
-from bench.bench_daemon import NullSink, codex_bin
+from bench.bench_daemon import ARRIVAL_TIMEOUT_S, ArrivalLog, NullSink, codex_bin
 from boss_agent.demo import scripted_model as sm
 from boss_agent.appserver.client import AppServer
 from boss_agent.config import Config, load_config
@@ -50,31 +50,23 @@ DEFAULT_SAMPLES = 10
 CONCURRENT_TASKS = 32
 STREAM_CHUNKS = 20  # answer deltas per turn in the concurrency row
 STREAM_DELAY_S = 0.03  # per SSE event: ~0.7 s of model time per turn, like a short real answer
-POLL_S = 0.002  # how often the bench looks for the model request of a task it started
 PAIRS_PER_SAMPLE = 8  # warm task / bare turn pairs per reuse sample: 40 pairs in the full suite for 8d
-ARRIVAL_TIMEOUT_S = 60.0  # a turn's model request arrives in well under a second
 
 
-class Model:
+class Model(ArrivalLog):
     """The scripted model's responder: records when each request came, answers ``ANSWER``."""
 
     def __init__(self, chunks: int = 1, delay_s: float = 0.0) -> None:
+        super().__init__()
         self.chunks = chunks
         self.delay_s = delay_s
-        self.times: list[float] = []
 
     def __call__(self, _request: sm.RecordedRequest) -> sm.Response:
-        self.times.append(time.monotonic())
+        self.arrived()
         words = ANSWER.split(" ")
         pieces = [(" " if i else "") + words[i % len(words)] for i in range(self.chunks)]
         text = "".join(pieces) if self.chunks > 1 else ANSWER
         return sm.turn(sm.message(text, pieces if self.chunks > 1 else None), delay_s=self.delay_s)
-
-    async def arrival_after(self, count: int) -> float:
-        async with asyncio.timeout(ARRIVAL_TIMEOUT_S):
-            while len(self.times) <= count:
-                await asyncio.sleep(POLL_S)  # the responder runs on the model's threads
-        return self.times[count]
 
 
 @dataclass

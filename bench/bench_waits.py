@@ -20,6 +20,11 @@ paired to it, and a real redis-server with a ``Gateway`` worker on the real runn
   progress upload whose card shows words of the answer, against the bare client's
   time from sending ``turn/start`` to the first ``item/agentMessage/delta`` on an
   app-server of its own, the same model streaming the same answer. Samples alternate.
+  boss-agent's time holds codex's ``thread/start`` for the task's thread and the peer's
+  does not; the bare client's ``thread/start`` is timed too and printed beside it.
+
+The bench waits for each task's end through the control plane's own completion (never
+a poll): a poll every few milliseconds would load the very loop the daemon runs on.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import httpx
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from bench.bench_daemon import codex_bin
+from bench.bench_daemon import TaskEnds, codex_bin
 from bench.bench_gateway import _free_port, _start_redis
 from bench.bench_runner import Env, bare_turn, task_limits
 from boss_agent.appserver.client import AppServer
@@ -55,13 +60,13 @@ from boss_agent.sources.boss.pairing import pair_device
 from boss_agent.sources.gateway import Gateway, GatewayTiming
 from boss_agent.sources.gateway.retry import FAST_POLICY
 
-SAMPLES = 20  # per path; thread/start and fsync times spread a lot on a shared machine
+SAMPLES = 20  # approvals per path; thread/start and fsync times spread a lot on a shared machine
+WORD_PAIRS = 40  # row 13's pairs: one pair spreads by several ms, 20 left the median ±1.5 ms
 WARMUP = 1  # a fresh app-server's first thread is slower; every path discards its first
 WORDS = ("first ", "words ", "of ", "the ", "answer ", "arrive ", "one ", "by ", "one")
 DELTA_GAP_S = 0.01  # between SSE events: the words arrive apart, so coalescing would show
 APPROVE = "bench approval"  # the prompt that makes the scripted model ask for a command
 AGENT = "bench_waits"
-POLL_S = 0.002  # how often the bench looks at the control plane's task status
 DONE_TIMEOUT_S = 60.0  # one task against the scripted model takes well under a second
 DAEMON_READY_S = 60.0  # pairing, codex start-up and the first claim
 FLOOR_SAMPLES = 200  # loopback round trips are ~0.1-1 ms; many, for a steady median
@@ -132,6 +137,7 @@ class Plane:
         self.first_words: dict[str, float] = {}
         self.create_bytes: list[int] = []
         self.poll_bytes: list[int] = []
+        self.ends = TaskEnds(cp)  # the bench waits for an end without polling the daemon's loop
         core = cp.core
         claim, progress, create, wait = core.claim, core.progress, core.create_approval, core.wait_approval
 
@@ -165,9 +171,7 @@ class Plane:
 
     async def run(self, prompt: str, workdir: Path) -> str:
         task_id = self.cp.submit_task(prompt, workdir=str(workdir))
-        async with asyncio.timeout(DONE_TIMEOUT_S):
-            while (view := self.cp.task(task_id))["status"] not in ("completed", "failed", "cancelled"):
-                await asyncio.sleep(POLL_S)  # a benchmark poll, not a test wait
+        view = await self.ends.wait(task_id, DONE_TIMEOUT_S)
         if view["status"] != "completed":
             raise RuntimeError(f"bench task {view['status']}: {view.get('result')}")
         return task_id
@@ -346,11 +350,14 @@ async def _one_gateway_approval(redis: aioredis.Redis, client: Any, message_id: 
 # ------------------------------------------------------------------ row 13's peer
 
 
-async def _bare_first_delta(app: AppServer, env: Env) -> float:
-    """The bare client: ``turn/start`` sent -> the turn's first answer delta, same limits."""
+async def _bare_first_delta(app: AppServer, env: Env) -> tuple[float, float]:
+    """The bare client: (``turn/start`` sent -> the turn's first answer delta, its
+    ``thread/start`` alone), same limits."""
     limits = task_limits(env)
     client = await app.client()
+    began = time.perf_counter()
     thread = (await client.thread_start(cwd=str(env.workdir), **limits["thread_params"]))["thread"]["id"]
+    thread_s = time.perf_counter() - began
     first: float | None = None
     async with client.listen(thread) as listener:
         start = time.perf_counter()
@@ -362,7 +369,7 @@ async def _bare_first_delta(app: AppServer, env: Env) -> float:
                 break
     if first is None:
         raise RuntimeError("the bare turn streamed no answer delta")
-    return first - start
+    return first - start, thread_s
 
 
 # ------------------------------------------------------------------ the run
@@ -387,7 +394,7 @@ async def _alternate(count: int, *steps: Callable[[int], Awaitable[None]]) -> No
             await step(index)
 
 
-async def run(samples: int = SAMPLES) -> dict[str, Any]:
+async def run(samples: int = SAMPLES, word_pairs: int = WORD_PAIRS) -> dict[str, Any]:
     clock = ApprovalClock()
     async with _world() as (env, config):
         root = Path(config.state_dir).parent
@@ -396,6 +403,7 @@ async def run(samples: int = SAMPLES) -> dict[str, Any]:
                 plane = Plane(cp)
                 words: list[float] = []
                 bare: list[float] = []
+                threads: list[float] = []  # the bare client's thread/start: codex's own share of row 13
                 async with env.app_server() as app:
                     async def daemon_words(index: int) -> None:
                         task_id = await plane.run("words", env.workdir)
@@ -405,11 +413,12 @@ async def run(samples: int = SAMPLES) -> dict[str, Any]:
                     async def bare_words(index: int) -> None:
                         if index == 0:
                             await bare_turn(app, env, **task_limits(env))  # the peer's own warm-up
-                        delta = await _bare_first_delta(app, env)
+                        delta, thread_s = await _bare_first_delta(app, env)
                         if index >= WARMUP:
                             bare.append(delta)
+                            threads.append(thread_s)
 
-                    await _alternate(samples + WARMUP, daemon_words, bare_words)
+                    await _alternate(word_pairs + WARMUP, daemon_words, bare_words)
                 boss_approvals = clock.times[:]
                 for _ in range(samples + WARMUP):
                     await plane.run(APPROVE, env.workdir)
@@ -436,6 +445,8 @@ async def run(samples: int = SAMPLES) -> dict[str, Any]:
         "approval_gateway_ms": gateway_ms, "approval_gateway_floor_ms": floor["floor_ms"],
         "approval_gateway_added_ms": round(gateway_ms - floor["floor_ms"], 2), "redis_floor": floor,
         "first_words_ms": words_ms, "bare_first_delta_ms": bare_ms,
+        # Inside boss-agent's time and not the peer's: codex making the task's thread.
+        "bare_thread_start_ms": _ms(threads), "word_pairs": word_pairs,
         # The median of the per-pair differences: each pair ran back to back.
         "first_words_added_ms": round(statistics.median(w - b for w, b in zip(words, bare, strict=True)) * 1000, 2),
         # The spread, for a reader who wants more than the median (ms, sorted).
