@@ -56,7 +56,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from types import TracebackType
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +108,12 @@ class Run:
     threads: set[str] = field(default_factory=set)
     admitted: bool = False
     waiting: bool = False  # waiting for its thread's running turn (it holds no slot)
+    # How far its start has come, for a source's own requests that should not compete
+    # with it (``until_set``): ``started`` once its runner has begun (the source saw its
+    # first card), ``shown`` once its first progress went out to the person; both once
+    # it waits in line for a slot, and once it ended.
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    shown: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def key(self) -> Key:
@@ -197,6 +203,8 @@ class RunRegistry:
         self._idle.clear()
 
     def _leave(self, run: Run) -> None:  # idempotent: the block's end, then its task's
+        run.started.set()
+        run.shown.set()
         if self._starting.get(run.key) is run:
             del self._starting[run.key]
             self.hand_back(run)
@@ -416,6 +424,15 @@ class RunRegistry:
         if not job.done():
             run.forced = True
             job.cancel()
+
+
+async def until_set(events: Iterable[asyncio.Event], timeout_s: float) -> None:
+    """Until each of ``events`` is set (runs' ``started`` or ``shown``), for at most
+    ``timeout_s`` in all: a slow start only delays the caller's own request, never a run."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            for event in events:
+                await event.wait()
 
 
 class Admission:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,9 +16,11 @@ from boss_agent.sources.boss.spool import (
     CompletionSpool,
     RunningJournal,
 )
+from boss_agent.sources.boss.runs import JournalRecord
 from boss_agent.tasks import TaskResult
 
 SECRET = "tok_4f9a8b7c6d5e4f3a2b1c"
+WRITE_WAIT_S = 10.0  # a held journal write is released well before this
 
 
 def test_the_token_file_is_owner_only_and_the_identity_round_trips(tmp_path: Path) -> None:
@@ -73,3 +77,48 @@ def test_tasks_left_in_the_journal_become_agent_restarted_failures(tmp_path: Pat
     assert bodies["tsk_orphan"]["error"]["code"] == AGENT_RESTARTED
     assert bodies["tsk_done"]["resultText"] == "kept"  # a spooled result is never overwritten
     assert journal.ids() == []
+
+
+class HeldJournal(RunningJournal):
+    """A running journal whose writes wait (in their thread) until ``go`` is set."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.go = threading.Event()
+        self.writing = threading.Event()
+
+    def add(self, task_id: str, attempt: int) -> None:
+        self.writing.set()
+        assert self.go.wait(WRITE_WAIT_S)
+        super().add(task_id, attempt)
+
+
+async def test_a_record_removed_before_its_write_starts_is_never_written(tmp_path: Path) -> None:
+    journal = RunningJournal(tmp_path)
+    record = JournalRecord(journal, "tsk_quick", 1)
+    record.start_soon()  # the runner's first card
+    record.remove()  # the result, spooled before the write began
+    await asyncio.sleep(0)  # the loop turn the write would have started in
+    await record.written()
+    assert journal.ids() == []
+
+
+async def test_a_record_removed_while_it_is_written_is_removed_after_the_write(tmp_path: Path) -> None:
+    journal = HeldJournal(tmp_path)
+    record = JournalRecord(journal, "tsk_forced", 1)
+    record.start_soon()
+    async with asyncio.timeout(WRITE_WAIT_S):
+        while not journal.writing.is_set():
+            await asyncio.sleep(0.001)  # the write's thread is on its way
+    record.remove()  # a forced shutdown spools the task while the write still runs
+    assert journal.ids() == []
+    journal.go.set()
+    await asyncio.wait_for(record.written(), WRITE_WAIT_S)
+    await asyncio.sleep(0)  # the write's done-callback, which removes it
+    assert journal.ids() == []
+
+
+async def test_the_runner_s_wait_writes_the_record_when_nothing_started_it(tmp_path: Path) -> None:
+    journal = RunningJournal(tmp_path)
+    await JournalRecord(journal, "tsk_direct", 2).written()
+    assert journal.ids() == ["tsk_direct"]

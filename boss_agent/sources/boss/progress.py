@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from boss_agent.errors import BossAgentError, BossApiError, TaskGone, Unauthorized
@@ -59,11 +60,13 @@ def shows_words(card: CardState) -> bool:
 
 class ProgressUploader:
     def __init__(self, api: BossApi, task_id: str, cancel: asyncio.Event, *,
-                 min_interval_s: float = MIN_UPLOAD_INTERVAL_S) -> None:
+                 min_interval_s: float = MIN_UPLOAD_INTERVAL_S,
+                 on_first_upload: Callable[[], None] | None = None) -> None:
         self.api = api
         self.task_id = task_id
         self.cancel = cancel
         self.min_interval_s = min_interval_s
+        self.on_first_upload = on_first_upload  # called once its first upload has been answered
         self.seq = 0
         self._latest: CardState | None = None
         self._sent: CardState | None = None
@@ -146,6 +149,13 @@ class ProgressUploader:
 
     async def _upload(self, card: CardState, refs: dict[str, str]) -> None:
         self.seq += 1
+        try:
+            await self._deliver(card, refs)
+        finally:
+            if self.seq == 1 and self.on_first_upload is not None:
+                self.on_first_upload()
+
+    async def _deliver(self, card: CardState, refs: dict[str, str]) -> None:
         try:
             answer = await self._send(card, refs)
         except TaskGone:

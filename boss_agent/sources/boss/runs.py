@@ -44,26 +44,79 @@ SOURCE = "boss"  # this source's name in the RunRegistry
 FINAL_UPLOAD_TIMEOUT_S = 10.0  # the final card is also in `complete`; never wait long for it
 
 
+class JournalRecord:
+    """One task's record in the running journal: written in a thread (two fsyncs), and
+    on disk before Codex acts on the task.
+
+    The write starts once the runner has begun (its first card), one loop turn later:
+    by then the runner's first request is on its way to codex, and the worker thread
+    no longer competes with it for the interpreter. The runner's own wait
+    (``written``) starts it at the latest. ``remove`` takes the record out after its
+    write, never before it (removed first, a record written late would come back as a
+    restart failure), and once removed it is never written.
+    """
+
+    def __init__(self, journal: RunningJournal, task_id: str, attempt: int) -> None:
+        self.journal = journal
+        self.task_id = task_id
+        self.attempt = attempt
+        self._write: asyncio.Future[None] | None = None
+        self._removed = False
+
+    def start_soon(self) -> None:
+        asyncio.get_running_loop().call_soon(self._start)
+
+    def _start(self) -> asyncio.Future[None] | None:
+        if self._write is None and not self._removed:
+            self._write = asyncio.ensure_future(asyncio.to_thread(self._add))
+        return self._write
+
+    def _add(self) -> None:
+        """In a thread. Never raises: a disk that refuses the write keeps the record in
+        memory (``degraded``), and the task runs, as it always did."""
+        try:
+            self.journal.add(self.task_id, self.attempt)
+        except Exception:  # a bug here must not stop the task's result from being spooled
+            logger.exception("writing the running journal failed for task %s", self.task_id)
+
+    async def written(self) -> None:
+        write = self._start()
+        if write is not None:
+            await asyncio.shield(write)  # the write is shared; a cancel here must not end it
+
+    def remove(self) -> None:
+        self._removed = True
+        write = self._write
+        if write is None or write.done():
+            self.journal.remove(self.task_id)
+        else:
+            write.add_done_callback(lambda _: self.journal.remove(self.task_id))
+
+
 class BossTaskSink:
     """The ``TaskSink`` the runner gets for one Boss task."""
 
     def __init__(self, task: Task, uploader: ProgressUploader, approvals: RemoteApprovals,
-                 cancel: asyncio.Event, journaled: asyncio.Future[None] | None = None,
+                 cancel: asyncio.Event, record: JournalRecord | None = None,
                  registry: RunRegistry | None = None, run: Run | None = None) -> None:
         self.task = task
         self.uploader = uploader
         self.approvals = approvals
         self.cancel = cancel
-        self.journaled = journaled
+        self.record = record
         self.registry = registry
         self.run = run
 
     async def ready_to_run(self) -> None:
         """Optional sink method: the running journal's record is on disk before Codex acts."""
-        if self.journaled is not None:
-            await asyncio.shield(self.journaled)  # the write is shared; a cancel here must not end it
+        if self.record is not None:
+            await self.record.written()
 
     async def progress(self, card: Card) -> None:
+        if self.run is not None and not self.run.started.is_set():
+            self.run.started.set()  # the runner's first card: its first request to codex follows
+            if self.record is not None:
+                self.record.start_soon()
         self.uploader.update(card)  # a reference: serialized only if it is uploaded
 
     async def request_approval(self, request: ApprovalRequest) -> str | dict[str, Any]:
@@ -120,29 +173,29 @@ class TaskRuns:
     def cancel(self, task_id: str) -> bool:
         return self.registry.cancel(SOURCE, task_id)
 
-    def accept(self, raw: Any, tg: asyncio.TaskGroup) -> None:
-        """Take one claimed task object: reject it, ignore a duplicate, or start it."""
+    def accept(self, raw: Any, tg: asyncio.TaskGroup) -> Run | None:
+        """Take one claimed task object: reject it, ignore a duplicate, or start it (its run)."""
         task_id = usable_task_id(raw)
         if task_id is None:
             logger.warning("the server sent a task without a usable taskId; skipped")
-            return
+            return None
         if self.registry.knows(SOURCE, task_id) or task_id in self.spool:
             logger.info("task %s is already running or finished here; not run again", task_id)
             self.on_spooled()
-            return
+            return None
         try:
             task = parse_task(raw)
         except TaskRejected as exc:
             logger.warning("task %s rejected: %s (%s)", task_id, exc, exc.code)
             self._spool(task_id, TaskResult(status="failed", error_code=exc.code,
                                             error_message=sanitize_text(exc, limit=300)))
-            return
+            return None
         steer = task.target_turn_id is not None
         if not steer and self.turns_running >= self.max_concurrent:
             # The claim asked for free slots only; more tasks than that is a server bug.
             self._spool(task_id, TaskResult(status="failed", error_code="device_busy",
                                             error_message="the device has no free task slot"))
-            return
+            return None
         # The slot is taken now when free; otherwise the gateway took it during the
         # claim's long poll and the run waits in line for one. Registered at once: the
         # next claim and heartbeat count it.
@@ -151,41 +204,35 @@ class TaskRuns:
         # The journal's write (two fsyncs) runs in a thread, beside the runner's
         # thread/start: the runner waits for it only before Codex acts (ready_to_run),
         # so a task this daemon may have started is always on disk first.
-        journaled = asyncio.ensure_future(asyncio.to_thread(self._journal, task_id, task.attempt))
-        admission.start_in(tg, self._run(task, admission, journaled), f"task {task_id}")
-
-    def _journal(self, task_id: str, attempt: int) -> None:
-        """In a thread. Never raises: a disk that refuses the write keeps the record in
-        memory (``degraded``), and the task runs, as it always did."""
-        try:
-            self.journal.add(task_id, attempt)
-        except Exception:  # a bug here must not stop the task's result from being spooled
-            logger.exception("writing the running journal failed for task %s", task_id)
+        record = JournalRecord(self.journal, task_id, task.attempt)
+        admission.start_in(tg, self._run(task, admission, record), f"task {task_id}")
+        return admission.run
 
     def _spool(self, task_id: str, result: TaskResult, *, deliver: bool = True,
-               journaled: asyncio.Future[None] | None = None) -> None:
+               record: JournalRecord | None = None) -> None:
         self.spool.put_result(task_id, result)
-        # After the spool: a crash in between duplicates, never loses. And after the
-        # journal's own write, which may still be under way in its thread (a forced
-        # shutdown): removed first, the record would come back as a restart failure.
-        if journaled is None or journaled.done():
+        # After the spool: a crash in between duplicates, never loses.
+        if record is None:
             self.journal.remove(task_id)
         else:
-            journaled.add_done_callback(lambda _: self.journal.remove(task_id))
+            record.remove()
         if deliver:
             self.on_spooled()
 
-    async def _run(self, task: Task, admission: Admission, journaled: asyncio.Future[None]) -> None:
+    async def _run(self, task: Task, admission: Admission, record: JournalRecord) -> None:
         async with admission:  # on every path: out of the registry, its slot handed back
-            await self._run_admitted(task, admission, journaled)
+            await self._run_admitted(task, admission, record)
 
-    async def _run_admitted(self, task: Task, admission: Admission, journaled: asyncio.Future[None]) -> None:
+    async def _run_admitted(self, task: Task, admission: Admission, record: JournalRecord) -> None:
         run = admission.run
         cancel = run.cancel
-        uploader = ProgressUploader(self.api, task.task_id, cancel)
-        sink = BossTaskSink(task, uploader, self.approvals, cancel, journaled, self.registry, run)
+        uploader = ProgressUploader(self.api, task.task_id, cancel, on_first_upload=run.shown.set)
+        sink = BossTaskSink(task, uploader, self.approvals, cancel, record, self.registry, run)
         result: TaskResult | None = None
         try:
+            if not admission.ready:  # it waits in line for a slot: nothing of it competes now
+                run.started.set()
+                run.shown.set()
             may_run = await admission.slot()
             async with asyncio.TaskGroup() as tg:
                 uploads = tg.create_task(uploader.run())
@@ -195,7 +242,7 @@ class TaskRuns:
                         error_message="cancelled while waiting for a free task slot")
                     # Durable first; delivered after the final card, which the server
                     # refuses (409) once the task is complete.
-                    self._spool(task.task_id, result, deliver=False, journaled=journaled)
+                    self._spool(task.task_id, result, deliver=False, record=record)
                     self.registry.publish_end(result.codex_thread_ref, result.turn_id)
                 finally:
                     uploader.close(result.execution_progress if result else None)
@@ -206,7 +253,7 @@ class TaskRuns:
             if result is None:  # forced shutdown: the runner never returned
                 self._spool(task.task_id, TaskResult(
                     status="cancelled", error_code="agent_shutdown",
-                    error_message="the agent stopped before the task finished"), journaled=journaled)
+                    error_message="the agent stopped before the task finished"), record=record)
             raise
         finally:
             self.on_spooled()

@@ -37,7 +37,7 @@ from boss_agent.sources.boss.heartbeat import (
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.runs import SOURCE, TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal, keep_written
-from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, RunRegistry
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, Run, RunRegistry, until_set
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
@@ -45,6 +45,12 @@ logger = logging.getLogger(__name__)
 REPAIR_CHECK_S = 5.0  # while unpaired, how often the token file is checked for a new pairing
 CLAIM_REFUSED_PAUSE_S = 60.0  # after a non-retryable claim error: log once a minute, not spin
 FINAL_FLUSH_S = 5.0  # shutdown stays bounded; the spool survives for the next start
+# The longest the next claim waits for the claimed tasks' runners to begin (well under a
+# millisecond: the bound is for one that never does).
+START_FIRST_S = 1.0
+# The longest the state heartbeat waits for their first progress upload (the first
+# words, or the first card a coalescing window after the start: 0.25 s).
+STATE_AFTER_S = 2.0
 
 
 class BossSource:
@@ -182,10 +188,18 @@ class BossSource:
             logger.error("claim refused: %s", exc)
             await asyncio.sleep(CLAIM_REFUSED_PAUSE_S)
             return
-        for raw in tasks:
-            self.runs.accept(raw, tg)
+        runs = [run for raw in tasks if (run := self.runs.accept(raw, tg)) is not None]
+        # The claimed tasks' start goes first. The next claim (about a millisecond of this
+        # loop) goes out once their runners have begun, while codex makes their threads;
+        # the heartbeat that tells the new state (the server already knows from the claim)
+        # once their first progress has gone out, so the person sees the task run first.
+        await until_set((run.started for run in runs), START_FIRST_S)
         if tasks:
-            self.heartbeat.now.set()  # the state (busy, running ids) changed
+            tg.create_task(self._state_changed(runs), name="boss state heartbeat")
+
+    async def _state_changed(self, runs: list[Run]) -> None:
+        await until_set((run.shown for run in runs), STATE_AFTER_S)
+        self.heartbeat.now.set()  # the state (busy, running ids) changed
 
     async def _slot_freed(self, steer_claim: asyncio.Task[None] | None = None) -> None:
         """Until one of our runs ends, the shared budget frees a slot (the gateway's), or

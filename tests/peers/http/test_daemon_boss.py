@@ -18,7 +18,10 @@ import pytest
 from boss_agent.controlplane import ControlPlane
 from boss_agent.errors import BossApiError
 from boss_agent.identity import load_identity
+from boss_agent.sources.boss.api import BossApi
 from boss_agent.sources.boss.pairing import pair_device
+from boss_agent.sources.boss.spool import RunningJournal
+from boss_agent.tasks import Task, TaskResult, TaskSink
 from boss_agent.daemon.statefile import STATE_FILE
 from tests.support.config import make_config
 from tests.support.daemon import FAST, WAIT_S, FaultProxy, StubRunner, finished, running, spool_empty
@@ -256,3 +259,79 @@ async def test_a_progress_card_refused_as_too_large_is_resent_at_once_trimmed(pa
     assert [u.status for u in uploads[:2]] == [413, 200]
     assert uploads[0].body["seq"] == uploads[1].body["seq"] == 1  # the same upload, resent
     assert uploads[1].body["executionProgress"]["omitted"]["steps"] == 0
+
+
+class ApiCalls:
+    """The daemon's device-API calls and its runner's starts, in the order they were made.
+
+    BossApi's own methods are wrapped and called through: every request still goes to
+    the control plane.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, runner: StubRunner) -> None:
+        self.order: list[tuple[str, str]] = []
+        claim, heartbeat, progress, run = BossApi.claim, BossApi.heartbeat, BossApi.progress, runner.run
+
+        async def claim_noted(api: BossApi, *args: Any, **kwargs: Any) -> list[Any]:
+            self.order.append(("claim", ""))
+            tasks = await claim(api, *args, **kwargs)
+            self.order.extend(("claimed", task["taskId"]) for task in tasks)
+            return tasks
+
+        async def heartbeat_noted(api: BossApi, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.order.append(("heartbeat", ""))
+            return await heartbeat(api, *args, **kwargs)
+
+        async def progress_noted(api: BossApi, task_id: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.order.append(("progress", task_id))
+            return await progress(api, task_id, *args, **kwargs)
+
+        async def run_noted(task: Task, sink: TaskSink, cancel: asyncio.Event) -> TaskResult:
+            self.order.append(("run", task.task_id))
+            return await run(task, sink, cancel)
+
+        monkeypatch.setattr(BossApi, "claim", claim_noted)
+        monkeypatch.setattr(BossApi, "heartbeat", heartbeat_noted)
+        monkeypatch.setattr(BossApi, "progress", progress_noted)
+        monkeypatch.setattr(runner, "run", run_noted)
+
+    def after(self, event: tuple[str, str], kind: str) -> int:
+        """The position of the first call of ``kind`` after ``event``."""
+        start = self.order.index(event)
+        return next(i for i, (name, _) in enumerate(self.order) if i > start and name == kind)
+
+
+async def test_a_claimed_task_reaches_its_runner_before_the_next_claim_and_the_heartbeat(
+    paired: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The daemon's own requests (about a millisecond of its loop each) wait for the
+    claimed task's start: the next claim for its runner, the heartbeat that tells the
+    new state for its first progress upload (the server knows the task from the claim)."""
+    cp, proxy, config, _ = paired
+    runner = StubRunner(cards=1, hold=True)
+    calls = ApiCalls(monkeypatch, runner)
+    async with running(config, runner):
+        await proxy.wait_for(lambda: proxy.requests("/heartbeat"))
+        task_id = cp.submit_task("first things first")
+        await proxy.wait_for(lambda: ("claimed", task_id) in calls.order
+                             and calls.order.count(("heartbeat", "")) >= 2
+                             and calls.order.count(("claim", "")) >= 2)
+        claimed = ("claimed", task_id)
+        assert calls.order.index(("run", task_id)) < calls.after(claimed, "claim")
+        assert calls.order.index(("progress", task_id)) < calls.after(claimed, "heartbeat")
+        runner.release.set()
+        assert (await finished(cp, proxy, task_id))["result"]["status"] == "completed"
+
+
+async def test_a_task_that_ends_at_once_leaves_no_running_record(paired: Any) -> None:
+    """The running journal's record is written once the runner has begun, in a thread,
+    and taken out with the result: a task done before its record is on disk must not
+    leave one behind (it would come back at the next start as a task the agent lost).
+    The orderings themselves are in tests/unit/test_boss_spool.py."""
+    cp, proxy, config, _ = paired
+    async with running(config, StubRunner(cards=0)) as daemon:
+        ids = [cp.submit_task(f"quick {i}") for i in range(5)]
+        for task_id in ids:
+            assert (await finished(cp, proxy, task_id))["result"]["status"] == "completed"
+        await spool_empty(daemon)
+    assert RunningJournal(config.state_dir).ids() == []
