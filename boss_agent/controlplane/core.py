@@ -163,8 +163,9 @@ class Core:
         return device_id, token
 
     def heartbeat(self, device_id: str, body: dict[str, Any]) -> list[str]:
-        self.devices.record_heartbeat(device_id, body)
-        self.queue.renew_leases(device_id, body.get("runningTaskIds") or [])
+        with self.db.transaction():  # the beat and every lease it renews: one commit, one fsync
+            self.devices.record_heartbeat(device_id, body)
+            self.queue.renew_leases(device_id, body.get("runningTaskIds") or [])
         self._device_changed(device_id)
         self._wait_reason_changed()
         return self.queue.cancel_ids(device_id)

@@ -268,12 +268,13 @@ class TaskQueue:
         """Keep the card (and live refs) of the highest ``seq``; return whether a cancel was requested."""
         row = self._owned(device_id, task_id)
         now = self.db.clock()
-        self.db.conn.execute(
-            "UPDATE tasks SET card = ?, seq = ?, refs = COALESCE(?, refs), updated_at = ?"
-            " WHERE task_id = ? AND (seq IS NULL OR seq < ?)",
-            (dumps(card), seq, dumps(refs) if refs else None, now, task_id, seq),
-        )
-        self._renew(task_id)
+        with self.db.transaction() as conn:  # the card and the lease: one commit, one fsync
+            conn.execute(
+                "UPDATE tasks SET card = ?, seq = ?, refs = COALESCE(?, refs), updated_at = ?"
+                " WHERE task_id = ? AND (seq IS NULL OR seq < ?)",
+                (dumps(card), seq, dumps(refs) if refs else None, now, task_id, seq),
+            )
+            self._renew(task_id)
         return bool(row["cancel_requested"])
 
     def complete(self, device_id: str, task_id: str, body: dict[str, Any]) -> bool:

@@ -327,3 +327,23 @@ async def test_a_user_input_approval_is_answered_with_codex_shaped_answers(http,
     await device.complete(task_id)
     late = await local.post(f"{path}/apr_cmd", json={"decision": "accept"})
     assert late.status_code == 409 and error_code(late) == "task_finished"
+
+
+async def test_a_progress_upload_and_a_heartbeat_are_one_commit_each(http, plane):
+    """Each commit is an fsync on the event loop's thread, which the daemon shares under
+    `boss-agent up`: a card and its lease renewal, a beat and the leases it renews, are
+    one transaction each (they were one commit per statement)."""
+    device = await pair(http, plane)
+    running = [plane.submit_task(f"task {i}") for i in range(2)]
+    assert [t["taskId"] for t in await device.claim(slots=2)] == running
+    statements: list[str] = []
+    plane.core.db.conn.set_trace_callback(statements.append)
+    try:
+        assert (await device.progress(running[0], 1, {"status": "running"})).status_code == 200
+        assert (await device.heartbeat(runningTaskIds=running)).status_code == 200
+    finally:
+        plane.core.db.conn.set_trace_callback(None)
+    writes = [s.split()[0].upper() for s in statements
+              if s.split()[0].upper() in ("BEGIN", "COMMIT", "UPDATE", "INSERT", "DELETE")]
+    assert writes == ["BEGIN", "UPDATE", "UPDATE", "COMMIT",  # the card, its lease
+                      "BEGIN", "UPDATE", "UPDATE", "UPDATE", "COMMIT"], statements  # the beat, two leases
