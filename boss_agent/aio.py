@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, TypeVar, overload
 
 A = TypeVar("A")
@@ -83,3 +83,12 @@ async def _sleep_or_event(interval_s: float, wake: asyncio.Event | None, until: 
                 await events[0].wait()
             else:
                 await race(events[0].wait(), events[1].wait())
+
+
+async def until_set(events: Iterable[asyncio.Event], timeout_s: float) -> None:
+    """Until each of ``events`` is set, for at most ``timeout_s`` in all (the caller goes
+    on either way: e.g. a source's own request that should wait for runs to start)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            for event in events:
+                await event.wait()

@@ -56,7 +56,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from types import TracebackType
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +109,7 @@ class Run:
     admitted: bool = False
     waiting: bool = False  # waiting for its thread's running turn (it holds no slot)
     # How far its start has come, for a source's own requests that should not compete
-    # with it (``until_set``): ``started`` once its runner has begun (the source saw its
+    # with it (``aio.until_set``): ``started`` once its runner has begun (the source saw its
     # first card), ``shown`` once its first progress went out to the person; both once
     # it waits in line for a slot, and once it ended.
     started: asyncio.Event = field(default_factory=asyncio.Event)
@@ -424,15 +424,6 @@ class RunRegistry:
         if not job.done():
             run.forced = True
             job.cancel()
-
-
-async def until_set(events: Iterable[asyncio.Event], timeout_s: float) -> None:
-    """Until each of ``events`` is set (runs' ``started`` or ``shown``), for at most
-    ``timeout_s`` in all: a slow start only delays the caller's own request, never a run."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout_s):
-            for event in events:
-                await event.wait()
 
 
 class Admission:

@@ -129,6 +129,8 @@ class ProgressUploader:
                 # sees no more than MAX_UPLOADS_PER_S.
                 last_upload = window_end if early else now
                 await self._upload(card, refs)
+                if self.seq == 1 and self.on_first_upload is not None:
+                    self.on_first_upload()
             if self._closed.is_set() and not self._dirty.is_set():
                 return
 
@@ -149,13 +151,6 @@ class ProgressUploader:
 
     async def _upload(self, card: CardState, refs: dict[str, str]) -> None:
         self.seq += 1
-        try:
-            await self._deliver(card, refs)
-        finally:
-            if self.seq == 1 and self.on_first_upload is not None:
-                self.on_first_upload()
-
-    async def _deliver(self, card: CardState, refs: dict[str, str]) -> None:
         try:
             answer = await self._send(card, refs)
         except TaskGone:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from boss_agent import __version__
-from boss_agent.aio import race
+from boss_agent.aio import race, until_set
 from boss_agent.errors import BossApiError, Unauthorized
 from boss_agent.identity import Identity, identity_stamp, load_identity
 from boss_agent.sources.boss.api import CLAIM_WAIT_MS, BossApi
@@ -37,7 +37,7 @@ from boss_agent.sources.boss.heartbeat import (
 from boss_agent.sources.boss.retry import BossApiRetry
 from boss_agent.sources.boss.runs import SOURCE, TaskRuns
 from boss_agent.sources.boss.spool import CompletionSpool, RunningJournal, keep_written
-from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, Run, RunRegistry, until_set
+from boss_agent.sources.inflight import SOURCE_FAILED, WIND_DOWN_S, Run, RunRegistry
 from boss_agent.tasks import TaskRunner
 
 logger = logging.getLogger(__name__)
