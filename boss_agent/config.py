@@ -225,6 +225,8 @@ KEYS: tuple[Key, ...] = (
         "fallbacks after app-server, in order"),
     Key("codex.approval_timeout_s", "BOSS_APPROVAL_TIMEOUT_S", 600, _int(1, 86_400),
         "remote approval wait before declining"),
+    Key("codex.thread_ahead", "BOSS_CODEX_THREAD_AHEAD", True, _bool,
+        "keep one Codex thread made ahead for the next task in the same folder (its first words come sooner)"),
     Key("gateway.enabled", "BOSS_GATEWAY_ENABLED", False, _bool, "also take tasks from Redis"),
     Key("gateway.redis_url", "BOSS_REDIS_URL", "redis://127.0.0.1:6379/0",
         _url(("redis", "rediss", "unix")),
@@ -272,6 +274,7 @@ class CodexSettings:
     approval_modes: tuple[str, ...]
     fallback: tuple[str, ...]
     approval_timeout_s: int
+    thread_ahead: bool = True
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 LIVE_KEYS = frozenset({
     "log_level", "workspaces", "default_workdir", "projects", "cua.bin",
     "codex.approval_policy", "codex.max_approval_policy", "codex.sandbox", "codex.max_sandbox",
-    "codex.approval_modes", "codex.fallback", "codex.approval_timeout_s",
+    "codex.approval_modes", "codex.fallback", "codex.approval_timeout_s", "codex.thread_ahead",
 })
 _LIVE_CODEX = tuple(k.split(".", 1)[1] for k in LIVE_KEYS if k.startswith("codex."))
 

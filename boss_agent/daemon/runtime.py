@@ -281,6 +281,7 @@ class Daemon:
         self.app = await stack.enter_async_context(
             AppServer.from_config(self.config, codex_home=self.codex_home))
         self.runner = Runner(self.config, self.app, codex_home=self.codex_home, env=self.env)
+        stack.push_async_callback(self.runner.aclose)  # before the app-server closes
 
     def _new_source(self, identity: Identity) -> BossSource:
         assert self.runner is not None

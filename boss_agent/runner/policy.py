@@ -183,14 +183,18 @@ def recorded_workdir(config: Config, ref: str) -> Path | None:
         return None
 
 
+def in_scratch(config: Config, workdir: Path) -> bool:
+    """Whether ``workdir`` (resolved) is one of the device's scratch directories."""
+    return workdir.parent == Path(os.path.realpath(config.state_dir / SCRATCH_DIR))
+
+
 def _follow_up_workdir(task: Task, config: Config) -> Path | None:
     """A follow-up naming no folder runs where its thread last ran, if that is allowed now."""
     ref = task.codex_thread_ref or task.target_thread_ref
     recorded = recorded_workdir(config, ref) if ref else None
     if recorded is None:
         return None
-    scratch = Path(os.path.realpath(config.state_dir / SCRATCH_DIR))
-    if recorded.parent == scratch:
+    if in_scratch(config, recorded):
         return scratch_dir(config, recorded.name)  # the device's own; made again if swept
     return _checked(recorded, config)
 

@@ -31,9 +31,10 @@ from boss_agent.progress.card import final_answer
 from boss_agent.redact import sanitize_text
 from boss_agent.runner import collaboration, cua, gitfacts
 from boss_agent.runner.context import MAX_RESULT_CHARS, RunContext
-from boss_agent.runner.exec_backend import ExecRun
+from boss_agent.runner.exec_backend import ExecRun, codex_home as codex_home_of
 from boss_agent.runner.feed import CardFeed
-from boss_agent.runner.policy import resolve_policy, resolve_workdir
+from boss_agent.runner.policy import in_scratch, resolve_policy, resolve_workdir
+from boss_agent.runner.thread_ahead import ThreadsAhead
 from boss_agent.runner.turn import AppServerTurn, TurnOutcome
 from boss_agent.tasks import Backend, Task, TaskResult, TaskSink, check_refs
 from boss_agent.timefmt import utc_iso
@@ -64,6 +65,11 @@ class Runner:
         self._gh_lock = asyncio.Lock()
         self._capabilities: dict[str, Any] | None = None
         self._codex_computer_use = False
+        self.ahead = ThreadsAhead(codex_home_of(self.env))  # codex.thread_ahead
+
+    async def aclose(self) -> None:
+        """Before the app-server closes: no thread is being made ahead any more."""
+        await self.ahead.aclose()
 
     # ---------------------------------------------------------------- public
 
@@ -218,7 +224,10 @@ class Runner:
         for attempt in range(1, APP_SERVER_ATTEMPTS + 1):
             try:
                 client = await self._restarted_client(ctx) if attempt > 1 else await self.app.client()
-                outcome = await AppServerTurn(ctx, client).run()
+                ahead = None if in_scratch(ctx.config, ctx.workdir) else self.ahead  # a new folder each
+                outcome = await AppServerTurn(ctx, client, ahead=ahead).run()
+                if ahead is not None and not ctx.cancel.is_set():
+                    ahead.make(client, ctx.config, ctx.thread_params())  # for the next task like it
                 return self._result(ctx, outcome, "app_server")
             except (AppServerUnavailable, TurnNotStarted) as exc:
                 cause = exc.cause if isinstance(exc, TurnNotStarted) else exc

@@ -42,6 +42,7 @@ from boss_agent.tasks import Status
 if TYPE_CHECKING:
     from boss_agent.appserver.protocol import McpServerStartupState, ThreadItem, Turn
     from boss_agent.appserver.contract import Client
+    from boss_agent.runner.thread_ahead import ThreadsAhead
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,9 +80,10 @@ def _known(value: str | None, what: str) -> str:
 
 
 class AppServerTurn:
-    def __init__(self, ctx: RunContext, client: Client) -> None:
+    def __init__(self, ctx: RunContext, client: Client, *, ahead: ThreadsAhead | None = None) -> None:
         self.ctx = ctx
         self.client = client
+        self.ahead = ahead  # a new thread may be one made ahead (runner/thread_ahead.py)
         self.turn_sent = False
         self._calls: set[str] = set()  # this turn's commandExecution item ids
         # The items an approval may be about (a patch's changes, a tool call's arguments),
@@ -115,7 +117,7 @@ class AppServerTurn:
                     await self._mcp_ready(listener, mcp_server)
                 return await self._start_and_follow(listener, inject)
         if not mcp_server:
-            started = await self._before_turn(self.client.thread_start(**ctx.thread_params(), **extra))
+            started = await self._new_thread(extra)
             ctx.thread_id = started["thread"]["id"]
             ctx.model = started.get("model")
             # thread/start's own notifications are not needed; nothing of the turn is emitted yet.
@@ -132,6 +134,16 @@ class AppServerTurn:
                 await self._mcp_ready(everything, mcp_server)
                 await catch_all.aclose()  # dropped before the turn starts
                 return await self._start_and_follow(listener, inject)
+
+    async def _new_thread(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """The task's new thread: one made ahead under exactly its parameters, else one
+        made now (``thread/start``'s answer either way)."""
+        params = self.ctx.thread_params()
+        if self.ahead is not None and not extra:
+            made = await self.ahead.take(self.client, self.ctx.config, params)
+            if made is not None:
+                return made
+        return await self._before_turn(self.client.thread_start(**params, **extra))
 
     async def _mcp_ready(self, listener: ThreadListener, server: str) -> None:
         try:
