@@ -214,7 +214,8 @@ def _daemon_env(root: Path, config: Any, home: Path, cp: ControlPlane, **extra: 
     return {**os.environ, "BOSS_AGENT_CONFIG": str(root / "config.toml"),
             "BOSS_STATE_DIR": str(config.state_dir), "BOSS_WORKSPACES": str(root),
             "BOSS_CODEX_BIN": config.codex.bin, "CODEX_HOME": str(home),
-            "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning", **extra}
+            "BOSS_SERVER_URL": cp.url, "BOSS_LOG_LEVEL": "warning",
+            "BOSS_CODEX_THREAD_AHEAD": str(config.codex.thread_ahead).lower(), **extra}
 
 
 def _last_beat(cp: ControlPlane) -> str | None:
@@ -264,8 +265,10 @@ async def bench(window_s: float = DEFAULT_WINDOW_S, tasks: int = DEFAULT_TASKS) 
         workdir = root / "work"
         workdir.mkdir()
         (root / "config.toml").touch()
+        # 2a/2b compare the daemon with the runner doing the same work: neither makes a
+        # thread ahead (runner/thread_ahead.py; row 13 measures it).
         settings = {"state_dir": str(root / "state"), "workspaces": [str(root)],
-                    "codex.bin": codex_bin()}
+                    "codex.bin": codex_bin(), "codex.thread_ahead": False}
         config = load_config(root / "config.toml", overrides=settings, environ={})
         async with ControlPlane(root / "cp" / "boss.db") as cp:
             await pair_device(config.state_dir, cp.url, cp.create_pairing_code())

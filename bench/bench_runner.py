@@ -94,8 +94,10 @@ def environment(model: Model) -> Any:
         workdir.mkdir()
         home = sm.write_codex_home(root / "codex-home", server.base_url)
         codex = codex_bin()
+        # No thread made ahead (runner/thread_ahead.py): these rows compare the runner with
+        # a client doing the same work, thread/start included; row 13 measures it on.
         config = load_config(overrides={"state_dir": str(root / "state"), "workspaces": [str(root)],
-                                        "codex.bin": codex}, environ={})
+                                        "codex.bin": codex, "codex.thread_ahead": False}, environ={})
         yield Env(codex, home, workdir, config)
 
 

@@ -20,8 +20,11 @@ paired to it, and a real redis-server with a ``Gateway`` worker on the real runn
   progress upload whose card shows words of the answer, against the bare client's
   time from sending ``turn/start`` to the first ``item/agentMessage/delta`` on an
   app-server of its own, the same model streaming the same answer. Samples alternate.
-  boss-agent's time holds codex's ``thread/start`` for the task's thread and the peer's
-  does not; the bare client's ``thread/start`` is timed too and printed beside it.
+  The daemon runs as installed, so a task takes the thread made ahead after the task
+  before it (runner/thread_ahead.py) and codex's ``thread/start`` is off its path; the
+  row says how many did. Before each half the daemon is left idle until that thread is
+  made, so codex never works for one half during the other. The bare client's
+  ``thread/start`` is timed too and printed beside it.
 
 The bench waits for each task's end through the control plane's own completion (never
 a poll): a poll every few milliseconds would load the very loop the daemon runs on.
@@ -280,7 +283,8 @@ async def _gateway_approvals(config: Config, env: Env, app: AppServer, url: str,
 
     gateway_config = load_config(overrides={
         "gateway.redis_url": url, "gateway.agent_types": [AGENT], "state_dir": str(config.state_dir),
-        "workspaces": [str(w) for w in config.workspaces], "codex.bin": config.codex.bin}, environ={})
+        "workspaces": [str(w) for w in config.workspaces], "codex.bin": config.codex.bin,
+        "codex.thread_ahead": False}, environ={})  # 12b measures the approval alone
     runner = Runner(gateway_config, app, codex_home=env.home, env={"CODEX_HOME": str(env.home)})
     gateway = Gateway(gateway_config, runner, worker_id="bench-waits", max_concurrent=2,
                       timing=GatewayTiming(), retry=FAST_POLICY)
@@ -399,18 +403,31 @@ async def run(samples: int = SAMPLES, word_pairs: int = WORD_PAIRS) -> dict[str,
     async with _world() as (env, config):
         root = Path(config.state_dir).parent
         with clock.installed():
-            async with ControlPlane(root / "cp" / "boss.db") as cp, _daemon(config, cp, env.home):
+            async with ControlPlane(root / "cp" / "boss.db") as cp, _daemon(config, cp, env.home) as daemon:
                 plane = Plane(cp)
                 words: list[float] = []
                 bare: list[float] = []
                 threads: list[float] = []  # the bare client's thread/start: codex's own share of row 13
+                on_ahead: list[bool] = []  # whether each measured task ran on the thread made ahead
                 async with env.app_server() as app:
+                    async def idle() -> None:
+                        # Before each half, the daemon is idle: the thread it makes ahead
+                        # after a task (runner/thread_ahead.py, on by default) is made, and
+                        # codex works on neither half's behalf during the other.
+                        assert daemon.runner is not None
+                        await daemon.runner.ahead.settled()
+
                     async def daemon_words(index: int) -> None:
+                        await idle()
+                        assert daemon.runner is not None
+                        held = daemon.runner.ahead.held
                         task_id = await plane.run("words", env.workdir)
                         if index >= WARMUP:
                             words.append(plane.first_words[task_id] - plane.claimed[task_id])
+                            on_ahead.append(held is not None and cp.task(task_id).get("codexThreadRef") == held)
 
                     async def bare_words(index: int) -> None:
+                        await idle()
                         if index == 0:
                             await bare_turn(app, env, **task_limits(env))  # the peer's own warm-up
                         delta, thread_s = await _bare_first_delta(app, env)
@@ -447,6 +464,7 @@ async def run(samples: int = SAMPLES, word_pairs: int = WORD_PAIRS) -> dict[str,
         "first_words_ms": words_ms, "bare_first_delta_ms": bare_ms,
         # Inside boss-agent's time and not the peer's: codex making the task's thread.
         "bare_thread_start_ms": _ms(threads), "word_pairs": word_pairs,
+        "words_on_thread_ahead": sum(on_ahead),
         # The median of the per-pair differences: each pair ran back to back.
         "first_words_added_ms": round(statistics.median(w - b for w, b in zip(words, bare, strict=True)) * 1000, 2),
         # The spread, for a reader who wants more than the median (ms, sorted).

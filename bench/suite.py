@@ -271,7 +271,8 @@ def _waits_cells(r: dict[str, Any]) -> list[Cells]:
     added = r["first_words_added_ms"]
     return [approval("boss", "two loopback HTTP round trips"),
             approval("gateway", "two Redis stream hand-offs"),
-            (f"{r['first_words_ms']:.1f} ms (claim answered -> upload with the first words at the server)",
+            (f"{r['first_words_ms']:.1f} ms (claim answered -> upload with the first words at the server; "
+             f"{r['words_on_thread_ahead']} of {r['word_pairs']} tasks on the thread made ahead)",
              f"{r['bare_first_delta_ms']:.1f} ms (bare client: turn/start -> first delta)",
              f"{added:+.1f} ms (median of {r['word_pairs']} pairs; codex's thread/start alone "
              f"{r['bare_thread_start_ms']:.1f} ms)", f"≤ +{FIRST_WORDS_ADDED_GOAL_MS:.0f} ms",
