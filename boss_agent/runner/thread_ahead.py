@@ -41,7 +41,6 @@ sooner than that of a ``thread/start`` of its own.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -107,6 +106,18 @@ class _Made:
         return str(self.started["thread"]["id"])
 
 
+async def _finished(making: asyncio.Task[None]) -> None:
+    """Until ``making`` ended, however it ended; the waiter's own cancel still raises."""
+    try:
+        await asyncio.shield(making)
+    except asyncio.CancelledError:
+        waiter = asyncio.current_task()
+        if not making.cancelled() or (waiter is not None and waiter.cancelling()):
+            raise  # the waiter was cancelled, not (only) the making
+    except Exception:  # noqa: BLE001 - _make logs its own failures
+        pass
+
+
 class ThreadsAhead:
     """Holds at most one thread made ahead (the table above); one per ``Runner``."""
 
@@ -131,8 +142,7 @@ class ThreadsAhead:
             if not self._sent:
                 making.cancel()  # nothing was asked of codex yet: the task's own comes sooner
             else:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(making)  # its result lands in _ready
+                await _finished(making)  # its result lands in _ready
         made, self._ready = self._ready, None
         if made is None:
             return None
@@ -184,10 +194,8 @@ class ThreadsAhead:
 
     async def settled(self) -> None:
         """Until no thread is being made (tests and the bench wait for this)."""
-        making = self._making
-        if making is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.shield(making)
+        if self._making is not None:
+            await _finished(self._making)
 
     @property
     def held(self) -> str | None:

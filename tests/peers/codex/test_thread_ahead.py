@@ -231,3 +231,18 @@ async def test_closing_the_runner_lets_go_of_the_thread_held(
     await runner.aclose()
     assert runner.ahead.held is None
     await _until_unloaded(app, held)
+
+
+async def test_a_task_waiting_for_the_thread_being_made_survives_the_runner_closing(
+        app: AppServer, config: Any, home: Path, scripted_model: sm.ScriptedModel, workdir: Path) -> None:
+    runner = Runner(config, app, codex_home=home)
+    await _task(runner, scripted_model, "first", workdir)
+    gate = asyncio.Event()
+    starts = ThreadStarts(await app.client(), gate)
+    await asyncio.wait_for(starts.sent.wait(), 30)  # the thread made ahead, held at the gate
+    second = asyncio.create_task(_task(runner, scripted_model, "second", workdir))
+    await asyncio.sleep(0.2)  # the second task waits for the thread being made
+    await runner.aclose()  # gives up on it (bounded) and cancels the making
+    gate.set()
+    result = await second  # the task made its own thread; it was not cancelled with the making
+    assert result.codex_thread_ref and starts.count == 2
