@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boss_agent.errors import StateError
+from boss_agent.paths import Stamp, file_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -146,13 +147,9 @@ def forget_identity(state_dir: Path) -> bool:
     return found
 
 
-def identity_stamp(state_dir: Path) -> tuple[int, int] | None:
+def identity_stamp(state_dir: Path) -> Stamp:
     """A cheap change marker of the token file (re-pairing while the daemon runs)."""
-    try:
-        stat = (state_dir / TOKEN_FILE).stat()
-    except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_ino)
+    return file_stamp(state_dir / TOKEN_FILE)
 
 
 def local_device_id(state_dir: Path) -> str:

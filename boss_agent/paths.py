@@ -3,6 +3,8 @@
 The one check behind "a task's workdir must be inside a configured workspace"
 (``runner/policy.py``). Comparing strings is wrong both ways (``/work`` vs ``/workshop``, a symlink
 out of the root), so both sides are resolved and compared by path components.
+
+``file_stamp`` is the cheap change marker of one file (a re-pairing, an edited config).
 """
 
 from __future__ import annotations
@@ -10,6 +12,16 @@ from __future__ import annotations
 import os
 
 StrPath = str | os.PathLike[str]
+Stamp = tuple[int, int, int] | None  # (inode, size, mtime in ns) of a file, None when absent
+
+
+def file_stamp(path: StrPath) -> Stamp:
+    """What ``path`` looks like now, for telling it changed: replaced, edited, added or removed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def is_inside(path: StrPath, root: StrPath) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from boss_agent.errors import StateError
+from boss_agent.paths import Stamp, file_stamp
 from boss_agent.identity import IDENTITY_FILE, TOKEN_FILE, Identity, load_identity
 
 logger = logging.getLogger(__name__)
@@ -25,16 +26,9 @@ WAITING = "waiting for pairing"
 PAIRING_POLL_S = 1.0
 
 
-def _stamp(state_dir: Path) -> tuple[tuple[int, int] | None, ...]:
-    """A change marker of both identity files (mtime, inode), None for a missing one."""
-    marks: list[tuple[int, int] | None] = []
-    for name in (IDENTITY_FILE, TOKEN_FILE):
-        try:
-            stat = (state_dir / name).stat()
-            marks.append((stat.st_mtime_ns, stat.st_ino))
-        except OSError:
-            marks.append(None)
-    return tuple(marks)
+def _stamp(state_dir: Path) -> tuple[Stamp, ...]:
+    """A change marker of both identity files, None for a missing one."""
+    return tuple(file_stamp(state_dir / name) for name in (IDENTITY_FILE, TOKEN_FILE))
 
 
 def _try_load(state_dir: Path, reported: set[str]) -> Identity | None:

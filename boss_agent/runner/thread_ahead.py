@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent.config import Config
 from boss_agent.errors import AppServerError
+from boss_agent.paths import Stamp, file_stamp
 
 if TYPE_CHECKING:
     from boss_agent.appserver.contract import Client
@@ -66,24 +67,13 @@ HOME_FILES = ("config.toml", "managed_config.toml", "requirements.toml")
 SYSTEM_DIR = Path("/etc/codex")
 PROJECT_FILE = os.path.join(".codex", "config.toml")
 
-Stamp = tuple[int, int, int] | None  # (inode, size, mtime in ns) of a file, None when absent
-
-
-def _stamp(path: str) -> Stamp:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
 def codex_files(codex_home: Path, cwd: str) -> tuple[Stamp, ...]:
     """What codex's configuration files look like now, for a thread in ``cwd``: a file
     edited, added or removed gives another value. A dozen ``stat`` calls."""
-    stamps = [_stamp(os.path.join(root, name)) for root in (codex_home, SYSTEM_DIR) for name in HOME_FILES]
+    stamps = [file_stamp(os.path.join(root, name)) for root in (codex_home, SYSTEM_DIR) for name in HOME_FILES]
     folder = cwd
     while True:
-        stamps.append(_stamp(os.path.join(folder, PROJECT_FILE)))
+        stamps.append(file_stamp(os.path.join(folder, PROJECT_FILE)))
         parent = os.path.dirname(folder)
         if parent == folder:
             return tuple(stamps)
