@@ -22,6 +22,8 @@ Each feature has a fallback or an honest refusal where it is used:
 - ``interrupt_closes_stream``: ``turn/interrupt`` closes the model request; before, the
   task still ends cancelled and its commands are ended, but the provider's response runs
   on (nothing on the client's side can close it).
+- ``thread_unload``: a thread let go (``thread/unsubscribe``) is unloaded; before, it stays
+  loaded for the app-server's life, so no thread is made ahead (runner/thread_ahead.py).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ TOOL_CALL_ENV_SINCE: Version = (0, 169, 0)
 TOOL_APPROVAL_META_SINCE: Version = (0, 169, 0)
 IMMEDIATE_STEER_SINCE: Version = (0, 169, 0)
 INTERRUPT_CLOSES_STREAM_SINCE: Version = (0, 160, 0)  # measured open on 0.150, closed on 0.160
+# Measured: 0.150 keeps an unsubscribed thread loaded (12 s and more), 0.171 unloads it
+# after thread_unload_delay_secs; nothing in between was measured, so it gets the fallback.
+THREAD_UNLOAD_SINCE: Version = (0, 171, 0)
 
 NEEDS_NO_FALLBACK = ("current_time_read",)  # a request codex may make, not a promise it keeps
 
@@ -62,6 +67,7 @@ class CodexFeatures:
     tool_approval_meta: bool = True
     immediate_steer: bool = True
     interrupt_closes_stream: bool = True
+    thread_unload: bool = True
 
     def names(self, present: bool = True) -> list[str]:
         """The features this codex has (``present``), or those it lacks that need a fallback."""
@@ -99,6 +105,7 @@ def from_schema(version: str, schema_dir: Path) -> CodexFeatures:
         tool_approval_meta=at_least(version, TOOL_APPROVAL_META_SINCE),
         immediate_steer=at_least(version, IMMEDIATE_STEER_SINCE),
         interrupt_closes_stream=at_least(version, INTERRUPT_CLOSES_STREAM_SINCE),
+        thread_unload=at_least(version, THREAD_UNLOAD_SINCE),
     )
 
 

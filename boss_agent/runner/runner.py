@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from boss_agent.aio import race
 from boss_agent.codexbin import codex_version, find_codex, resolve_native
+from boss_agent.codexfeatures import THREAD_UNLOAD_SINCE
+from boss_agent.codexversion import at_least
 from boss_agent.config import Config
 from boss_agent.errors import (
     AppServerError,
@@ -224,7 +226,7 @@ class Runner:
         for attempt in range(1, APP_SERVER_ATTEMPTS + 1):
             try:
                 client = await self._restarted_client(ctx) if attempt > 1 else await self.app.client()
-                ahead = None if in_scratch(ctx.config, ctx.workdir) else self.ahead  # a new folder each
+                ahead = self.ahead if self._threads_ahead(ctx) else None
                 outcome = await AppServerTurn(ctx, client, ahead=ahead).run()
                 if ahead is not None and not ctx.cancel.is_set():
                     ahead.make(client, ctx.config, ctx.thread_params())  # for the next task like it
@@ -242,6 +244,12 @@ class Runner:
         if "exec" not in self.config.codex.fallback:
             raise TaskFailed("the Codex app-server is not available", "app_server_unavailable")
         return await self._exec(ctx)
+
+    def _threads_ahead(self, ctx: RunContext) -> bool:
+        """Whether this task may take, and leave, a thread made ahead: not in a scratch
+        folder (a new one each task), and only on a codex that unloads a thread let go."""
+        return (not in_scratch(ctx.config, ctx.workdir)
+                and at_least(self.app.status.get("version"), THREAD_UNLOAD_SINCE))
 
     async def _restarted_client(self, ctx: RunContext) -> Client:
         """The client of the restarted app-server (``AppServer.client`` waits for the

@@ -3,7 +3,8 @@
 Before 0.169 two app-servers starting at once on a brand-new CODEX_HOME crash one of
 them ("failed to initialize sqlite state runtime"; on 0.150 two rounds in four): the
 first start on a fresh home runs alone (appserver/first_start.py). Up to 0.160 a steer
-waits for the model's response in flight: its card says it is queued.
+waits for the model's response in flight: its card says it is queued. Before 0.171 a
+thread let go stays loaded: no thread is made ahead.
 """
 
 from __future__ import annotations
@@ -81,3 +82,23 @@ async def test_a_steer_codex_holds_back_behind_the_response_in_flight_is_shown_a
     assert steer.status == "completed" and original.result().status == "completed"
     assert ("steerQueued" in _warnings(second)) is queues
     assert "focus" in scripted_model.requests[-1].input_texts()
+
+
+async def test_a_thread_is_made_ahead_only_on_a_codex_that_unloads_a_thread_let_go(
+        tmp_path: Path, codex_bin: str, codex_home: Path, scripted_model: sm.ScriptedModel) -> None:
+    # 0.150 keeps an unsubscribed thread loaded: every thread made ahead that a task did not
+    # fit would stay, so none is made there (runner/thread_ahead.py, codexfeatures.py).
+    unloads = detect(codex_bin, tmp_path / "features").thread_unload  # measured per release
+    config = make_config(tmp_path, codex_bin)
+    scripted_model.enqueue(sm.text_reply("done"))
+    async with AppServer.from_config(config, codex_home=codex_home) as app:
+        runner = Runner(config, app, codex_home=codex_home)
+        try:
+            result = await asyncio.wait_for(runner.run(
+                hostile(taskId="t-ahead", workdir=str(config.workspaces[0])), Sink(), asyncio.Event()),
+                EVENT_TIMEOUT_S)
+            await asyncio.wait_for(runner.ahead.settled(), EVENT_TIMEOUT_S)
+            assert result.status == "completed"
+            assert (runner.ahead.held is not None) is unloads
+        finally:
+            await runner.aclose()

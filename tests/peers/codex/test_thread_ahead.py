@@ -24,7 +24,9 @@ from boss_agent.tasks import Task, TaskResult
 from tests.support.config import make_config
 from tests.support.runner import Sink
 
-pytestmark = [pytest.mark.codex, pytest.mark.asyncio]
+# An older codex keeps a thread let go loaded: no thread is made ahead there
+# (test_an_older_codex_gets_no_thread_made_ahead, the fallback's own test).
+pytestmark = [pytest.mark.codex, pytest.mark.asyncio, pytest.mark.codex_feature("thread_unload")]
 
 UNLOAD_DELAY = "thread_unload_delay_secs = 1\n"  # codex unloads a thread let go within a second
 
